@@ -1,0 +1,1 @@
+"""Corpus pipeline: fetch, clean, split, subword, batch. Knows nothing of models."""

@@ -1,0 +1,1 @@
+"""Models: tensors in, tensors out. Nothing here reads files, configs or logs."""
