@@ -1,0 +1,211 @@
+"""Encoded examples, padded batches, and a token-budget batch sampler.
+
+An example is a pair of id lists without specials. A batch adds them:
+
+    src     = pieces + EOS          tgt_in  = BOS + pieces
+    tgt_out = pieces + EOS          (tgt_in and tgt_out have the same length)
+
+and pads with PAD on the right. Masks are bool, True = real token, batch first.
+
+`TokenBatchSampler.batches(epoch)` is a pure function of (seed, epoch), so a trainer resumes
+in the middle of an epoch from (epoch, position) alone:
+
+    for position, indices in enumerate(sampler.batches(epoch)[start:], start):
+        batch = data.batch(indices)  # or collate([data[i] for i in indices], indices)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+import torch
+
+from seq2seq.special_tokens import BOS_ID, EOS_ID, PAD_ID
+
+Example = tuple[list[int], list[int]]  # (source ids, target ids), no special tokens
+
+
+@dataclass
+class Batch:
+    src: torch.Tensor  # (batch, src_len) long: pieces + EOS, PAD after
+    src_mask: torch.Tensor  # (batch, src_len) bool, True = real token
+    src_lengths: torch.Tensor  # (batch,) long, EOS included
+    tgt_in: torch.Tensor  # (batch, tgt_len) long: BOS + pieces
+    tgt_out: torch.Tensor  # (batch, tgt_len) long: pieces + EOS
+    tgt_mask: torch.Tensor  # (batch, tgt_len) bool, True = real token
+    indices: list[int]  # example ids in the dataset, one per row
+    num_src_tokens: int  # real source tokens (EOS included, PAD not)
+    num_tgt_tokens: int  # real target tokens predicted (EOS included, PAD not)
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
+        """A copy with every tensor on `device`."""
+        moved = {
+            field.name: getattr(self, field.name).to(device, non_blocking=non_blocking)
+            for field in fields(self)
+            if isinstance(getattr(self, field.name), torch.Tensor)
+        }
+        return replace(self, **moved)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def collate(examples: Sequence[Example], indices: Sequence[int]) -> Batch:
+    """Pad `(src_ids, tgt_ids)` examples (no specials) into a Batch."""
+    if len(examples) != len(indices):
+        raise ValueError(f"collate got {len(examples)} examples but {len(indices)} indices")
+    if not examples:
+        raise ValueError("collate needs at least one example")
+    sources = [list(src) + [EOS_ID] for src, _ in examples]
+    tgt_in = [[BOS_ID] + list(tgt) for _, tgt in examples]
+    tgt_out = [list(tgt) + [EOS_ID] for _, tgt in examples]
+    src, src_lengths = _pad(sources)  # (batch, src_len), (batch,)
+    tgt_in_tensor, tgt_lengths = _pad(tgt_in)  # (batch, tgt_len), (batch,)
+    tgt_out_tensor, _ = _pad(tgt_out)  # (batch, tgt_len)
+    return Batch(
+        src=src,
+        src_mask=_length_mask(src_lengths, src.size(1)),
+        src_lengths=src_lengths,
+        tgt_in=tgt_in_tensor,
+        tgt_out=tgt_out_tensor,
+        tgt_mask=_length_mask(tgt_lengths, tgt_out_tensor.size(1)),
+        indices=[int(i) for i in indices],
+        num_src_tokens=int(src_lengths.sum()),
+        num_tgt_tokens=int(tgt_lengths.sum()),
+    )
+
+
+def _pad(rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad `rows` with PAD: (batch, longest) long and the lengths (batch,) long."""
+    lengths = np.array([len(row) for row in rows], dtype=np.int64)  # (batch,)
+    padded = np.full((len(rows), int(lengths.max())), PAD_ID, dtype=np.int64)
+    for row_index, row in enumerate(rows):
+        padded[row_index, : len(row)] = row
+    return torch.from_numpy(padded), torch.from_numpy(lengths)
+
+
+def _length_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
+    positions = torch.arange(max_len, device=lengths.device)  # (max_len,)
+    return positions.unsqueeze(0) < lengths.unsqueeze(1)  # (batch, max_len)
+
+
+class ParallelData:
+    """The encoded examples of one split, with their text lines (the BLEU references).
+
+    `examples[i]` is `(src_ids, tgt_ids)` without specials; `src_lengths[i]` and
+    `tgt_lengths[i]` are the lengths they take in a batch (with EOS, resp. BOS).
+    """
+
+    def __init__(
+        self, examples: Sequence[Example], src_lines: Sequence[str], tgt_lines: Sequence[str]
+    ) -> None:
+        if not len(examples) == len(src_lines) == len(tgt_lines):
+            raise ValueError(
+                "ParallelData needs as many examples, src_lines and tgt_lines; got "
+                f"{len(examples)}, {len(src_lines)}, {len(tgt_lines)}"
+            )
+        self.examples = [(list(src), list(tgt)) for src, tgt in examples]
+        self.src_lines = list(src_lines)
+        self.tgt_lines = list(tgt_lines)
+        self.src_lengths = [len(src) + 1 for src, _ in self.examples]  # pieces + EOS
+        self.tgt_lengths = [len(tgt) + 1 for _, tgt in self.examples]  # BOS + pieces
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, index: int) -> Example:
+        return self.examples[index]
+
+    def batch(self, indices: Sequence[int]) -> Batch:
+        return collate([self.examples[i] for i in indices], indices)
+
+    def sampler(self, max_tokens: int, shuffle: bool, seed: int) -> TokenBatchSampler:
+        return TokenBatchSampler(self.src_lengths, self.tgt_lengths, max_tokens, shuffle, seed)
+
+    def select(self, keep: Sequence[int]) -> ParallelData:
+        """The examples at `keep`, in that order."""
+        return ParallelData(
+            [self.examples[i] for i in keep],
+            [self.src_lines[i] for i in keep],
+            [self.tgt_lines[i] for i in keep],
+        )
+
+
+class TokenBatchSampler:
+    """Batches of example indices whose padded size stays within a token budget.
+
+    Padded size of a batch = batch_size * max(longest src, longest tgt), lengths with
+    EOS/BOS. With `shuffle`, each epoch draws a random order, sorts it by length (longer
+    side, then source, then target; equal lengths stay in random order, so batches change
+    from epoch to epoch), packs neighbours greedily and shuffles the batches; without it,
+    batches follow increasing length.
+    """
+
+    def __init__(
+        self,
+        src_lengths: Sequence[int],
+        tgt_lengths: Sequence[int],
+        max_tokens: int,
+        shuffle: bool = True,
+        seed: int = 0,
+    ) -> None:
+        if len(src_lengths) != len(tgt_lengths):
+            raise ValueError("src_lengths and tgt_lengths must have the same length")
+        if max_tokens <= 0:
+            raise ValueError(f"max_tokens must be > 0, got {max_tokens}")
+        self.src_lengths = np.asarray(src_lengths, dtype=np.int64)  # (examples,)
+        self.tgt_lengths = np.asarray(tgt_lengths, dtype=np.int64)  # (examples,)
+        self.sizes = np.maximum(self.src_lengths, self.tgt_lengths)  # (examples,)
+        self.max_tokens = max_tokens
+        self.shuffle = shuffle
+        self.seed = seed
+        _check_fits(self.sizes, max_tokens)
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        """Every example exactly once, the same for the same (seed, epoch)."""
+        rng = np.random.default_rng([self.seed, epoch])
+        order = rng.permutation(len(self.sizes)) if self.shuffle else np.arange(len(self.sizes))
+        # sort by longer side, then source, then target length; exact ties stay as drawn
+        keys = (self.tgt_lengths[order], self.src_lengths[order], self.sizes[order])
+        order = order[np.lexsort(keys)]  # (examples,)
+        batches = self._pack(order)
+        if self.shuffle:
+            batches = [batches[i] for i in rng.permutation(len(batches))]
+        return batches
+
+    def _pack(self, order: np.ndarray) -> list[list[int]]:
+        """Greedily cut `order` (sorted by size) into batches within the budget."""
+        batches: list[list[int]] = []
+        current: list[int] = []
+        longest = 0
+        for index in order.tolist():
+            longest_with = max(longest, int(self.sizes[index]))
+            if current and (len(current) + 1) * longest_with > self.max_tokens:
+                batches.append(current)
+                current, longest_with = [], int(self.sizes[index])
+            current.append(index)
+            longest = longest_with
+        if current:
+            batches.append(current)
+        return batches
+
+    def padding_ratio(self, batches: Sequence[Sequence[int]]) -> float:
+        """Share of padded positions among all src and tgt positions of `batches`."""
+        positions = real = 0
+        for batch in batches:
+            for lengths in (self.src_lengths[batch], self.tgt_lengths[batch]):  # (batch,)
+                positions += len(batch) * int(lengths.max())
+                real += int(lengths.sum())
+        return 1.0 - real / positions if positions else 0.0
+
+
+def _check_fits(sizes: np.ndarray, max_tokens: int) -> None:
+    too_long = np.flatnonzero(sizes > max_tokens)
+    if too_long.size:
+        first = int(too_long[0])
+        raise ValueError(
+            f"example {first} has {int(sizes[first])} tokens on its longer side (with EOS), "
+            f"more than max_tokens={max_tokens}; lower data.max_len or raise data.max_tokens"
+        )

@@ -1,0 +1,255 @@
+"""Tokenisers: sentencepiece subwords for real corpora, single symbols for the toy tasks.
+
+Both share one small API (`encode`, `encode_many`, `decode`, `pieces`, `id_to_piece`,
+`vocab_size`, `lang`, `to_bytes` / `from_bytes`) and the special ids of
+`seq2seq.special_tokens`, so a model and a checkpoint never depend on which one is used.
+
+Subword models are trained on the training split only and cached as
+`spm_<lang>_<hash>.model`, the hash covering the training text and every setting: a second
+run reuses the file and a changed setting or text trains a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import sentencepiece as spm
+
+from seq2seq.special_tokens import (
+    BOS_ID,
+    BOS_PIECE,
+    EOS_ID,
+    EOS_PIECE,
+    PAD_ID,
+    PAD_PIECE,
+    UNK_ID,
+    UNK_PIECE,
+)
+
+log = logging.getLogger(__name__)
+
+SPECIAL_PIECES = (PAD_PIECE, UNK_PIECE, BOS_PIECE, EOS_PIECE)  # in id order 0, 1, 2, 3
+NOT_DECODED_IDS = frozenset((PAD_ID, BOS_ID, EOS_ID))
+CJK_LANGS = ("zh", "cmn", "ja")  # languages with thousands of characters, written unspaced
+TOY_SYMBOLS = "abcdefghijklmnopqrstuvwxyz"
+
+
+class Tokenizer(Protocol):
+    kind: str
+    lang: str
+
+    @property
+    def vocab_size(self) -> int: ...
+    def encode(self, text: str) -> list[int]: ...
+    def encode_many(self, texts: Sequence[str]) -> list[list[int]]: ...
+    def decode(self, ids: Iterable[int]) -> str: ...
+    def pieces(self, text: str) -> list[str]: ...
+    def id_to_piece(self, index: int) -> str: ...
+    def to_bytes(self) -> bytes: ...
+
+
+def spm_settings(vocab_size: int, model_type: str, text_langs: Sequence[str]) -> dict[str, object]:
+    """sentencepiece training settings that depend on the languages of the text.
+
+    A language written without spaces (Chinese, Japanese) gets no dummy "▁" prefix, which
+    would otherwise often become a piece of its own at the start of every sentence, and a
+    character coverage of 0.9995 (its rarest characters become <unk>) instead of 1.
+    """
+    unspaced = all(lang in CJK_LANGS for lang in text_langs)
+    return {
+        "vocab_size": vocab_size,
+        "model_type": model_type,
+        "character_coverage": 0.9995 if any(lang in CJK_LANGS for lang in text_langs) else 1.0,
+        "add_dummy_prefix": not unspaced,
+    }
+
+
+class SubwordTokenizer:
+    """A sentencepiece model with the project's special ids; `encode` adds no BOS/EOS."""
+
+    kind = "sentencepiece"
+
+    def __init__(self, processor: spm.SentencePieceProcessor, lang: str) -> None:
+        _check_special_ids(processor)
+        self.processor = processor
+        self.lang = lang
+
+    @classmethod
+    def train(
+        cls,
+        texts: Sequence[str],
+        *,
+        lang: str,
+        vocab_size: int,
+        folder: Path | str,
+        model_type: str = "unigram",
+        text_langs: Sequence[str] | None = None,
+        vocab_key: str = "vocab_size",
+    ) -> SubwordTokenizer:
+        """Train on `texts`, or load the cached model trained on the same text and settings.
+
+        `text_langs` are the languages in `texts` (default `[lang]`; both for a joint model).
+
+        `vocab_key` names the setting in the error raised when `vocab_size` is larger than
+        the text allows (sentencepiece's hard limit, kept on purpose so that the vocabulary
+        is the size asked for; the message gives the largest possible size).
+        """
+        settings = spm_settings(vocab_size, model_type, text_langs or [lang])
+        path = Path(folder) / f"spm_{lang}_{training_hash(texts, settings)}.model"
+        if path.is_file():
+            log.info("reusing the subword model %s", path)
+            return cls.load(path, lang)
+        model = _train_model(texts, settings, lang, vocab_key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomically(path, model)
+        log.info("trained the subword model %s", path)
+        return cls.from_bytes(model, lang)
+
+    @classmethod
+    def load(cls, path: Path | str, lang: str) -> SubwordTokenizer:
+        return cls.from_bytes(Path(path).read_bytes(), lang)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, lang: str) -> SubwordTokenizer:
+        return cls(spm.SentencePieceProcessor(model_proto=data), lang)
+
+    def to_bytes(self) -> bytes:
+        return self.processor.serialized_model_proto()
+
+    @property
+    def vocab_size(self) -> int:
+        return self.processor.get_piece_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self.processor.encode(text, out_type=int)
+
+    def encode_many(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.processor.encode(list(texts), out_type=int)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of `ids`, skipping PAD/BOS/EOS; an UNK shows as sentencepiece's " ⁇ "."""
+        return self.processor.decode([int(i) for i in ids if int(i) not in NOT_DECODED_IDS])
+
+    def pieces(self, text: str) -> list[str]:
+        return self.processor.encode(text, out_type=str)
+
+    def id_to_piece(self, index: int) -> str:
+        return self.processor.id_to_piece(int(index))
+
+
+def training_hash(texts: Sequence[str], settings: dict[str, object]) -> str:
+    """Short sha256 of the training text, the settings and the sentencepiece version."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps({**settings, "spm": spm.__version__}, sort_keys=True).encode())
+    for text in texts:
+        digest.update(text.encode("utf-8") + b"\n")
+    return digest.hexdigest()[:16]
+
+
+def _train_model(texts: Sequence[str], settings: dict, lang: str, vocab_key: str) -> bytes:
+    model = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(texts),
+            model_writer=model,
+            pad_id=PAD_ID,
+            unk_id=UNK_ID,
+            bos_id=BOS_ID,
+            eos_id=EOS_ID,
+            pad_piece=PAD_PIECE,
+            unk_piece=UNK_PIECE,
+            bos_piece=BOS_PIECE,
+            eos_piece=EOS_PIECE,
+            num_threads=1,  # deterministic, and the machines this runs on are small
+            minloglevel=2,
+            **settings,
+        )
+    except RuntimeError as error:
+        raise _vocab_error(error, settings["vocab_size"], lang, vocab_key) from error
+    return model.getvalue()
+
+
+def _vocab_error(error: RuntimeError, vocab_size: object, lang: str, vocab_key: str) -> Exception:
+    limit = re.search(r"value <= (\d+)", str(error))
+    if limit is None:
+        return error
+    return ValueError(
+        f"{vocab_key}={vocab_size} is too large for the '{lang}' training text: sentencepiece "
+        f"can make at most {limit.group(1)} pieces from it; set {vocab_key} to "
+        f"{limit.group(1)} or less"
+    )
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.part")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+def _check_special_ids(processor: spm.SentencePieceProcessor) -> None:
+    found = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
+    if found != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+        raise ValueError(
+            f"sentencepiece model has special ids pad/unk/bos/eos = {found}, "
+            f"expected {(PAD_ID, UNK_ID, BOS_ID, EOS_ID)}"
+        )
+
+
+class SymbolTokenizer:
+    """Toy vocabulary: the symbols 'a', 'b', ... get ids 4, 5, ...; text is space separated."""
+
+    kind = "symbols"
+
+    def __init__(self, num_symbols: int, lang: str = "toy") -> None:
+        if not 1 <= num_symbols <= len(TOY_SYMBOLS):
+            raise ValueError(f"num_symbols must be in [1, {len(TOY_SYMBOLS)}], got {num_symbols}")
+        self.symbols = TOY_SYMBOLS[:num_symbols]
+        self.lang = lang
+        self._ids = {symbol: len(SPECIAL_PIECES) + i for i, symbol in enumerate(self.symbols)}
+
+    @classmethod
+    def from_bytes(cls, data: bytes, lang: str) -> SymbolTokenizer:
+        return cls(json.loads(data.decode("utf-8"))["num_symbols"], lang)
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({"num_symbols": len(self.symbols)}).encode("utf-8")
+
+    @property
+    def vocab_size(self) -> int:
+        return len(SPECIAL_PIECES) + len(self.symbols)
+
+    def encode(self, text: str) -> list[int]:
+        return [self._ids.get(piece, UNK_ID) for piece in self.pieces(text)]
+
+    def encode_many(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self.encode(text) for text in texts]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return " ".join(self.id_to_piece(i) for i in ids if int(i) not in NOT_DECODED_IDS)
+
+    def pieces(self, text: str) -> list[str]:
+        return text.split()
+
+    def id_to_piece(self, index: int) -> str:
+        index = int(index)
+        if not 0 <= index < self.vocab_size:
+            raise ValueError(f"id {index} is outside the vocabulary of size {self.vocab_size}")
+        if index < len(SPECIAL_PIECES):
+            return SPECIAL_PIECES[index]
+        return self.symbols[index - len(SPECIAL_PIECES)]
+
+
+def tokenizer_from_bytes(kind: str, data: bytes, lang: str) -> Tokenizer:
+    """Rebuild a tokenizer saved with `to_bytes` (for example from a checkpoint)."""
+    classes = {SubwordTokenizer.kind: SubwordTokenizer, SymbolTokenizer.kind: SymbolTokenizer}
+    if kind not in classes:
+        raise ValueError(f"unknown tokenizer kind {kind!r}; expected one of {', '.join(classes)}")
+    return classes[kind].from_bytes(data, lang)

@@ -1,0 +1,242 @@
+"""`Attention`: one module for every combination of score × region × heads.
+
+The three axes of the notes are independent and chosen by name:
+
+* score (打分函数): dot, scaled_dot, general, additive, cosine   -> `scores.py`
+* region (计算区域): soft, hard, local                            -> `regions.py`
+* structure (结构层次): one head, or `heads` heads                -> here
+
+For every query, `context = Σ_j α_j v_j` with `α = region(score(q, k_j))`
+(the notes' three steps: score, normalise, read out).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seq2seq.models.attention.checks import check_attend_inputs, check_memory, check_sizes
+from seq2seq.models.attention.heads import merge_heads, split_heads
+from seq2seq.models.attention.masks import key_lengths, visible_keys
+from seq2seq.models.attention.regions import SoftRegion, build_region
+from seq2seq.models.attention.scores import DotProductScore, build_score
+
+
+class Attention(nn.Module):
+    """Attention of queries over a memory of keys and values.
+
+    One head (`heads == 1`, classic Bahdanau / Luong): the score compares the query with
+    the keys directly and `context = Σ_j α_j v_j`, with no value projection, so
+    `output_dim == value_dim`.
+
+    Several heads (Vaswani et al. 2017, §3.2.2):
+    `MultiHead(Q, K, V) = Concat(head_1, …, head_H) W_O`,
+    `head_h = Attention(Q W_Q^h, K W_K^h, V W_V^h)`, each head of width `head_dim`
+    (default `value_dim // heads`), with the chosen score and region applied per head and
+    `W_O` mapping back to `value_dim`.
+
+    With a dot-product-type score (dot, scaled_dot, general, cosine) and the soft region,
+    `attend(..., need_weights=False)` runs `F.scaled_dot_product_attention` (a fused
+    kernel, no weights materialised); otherwise the weights are computed explicitly with
+    the same math and returned, shaped `(batch, heads, tgt_len, src_len)`.
+
+    The additive score's `hidden_dim` defaults to the key width it sees (`key_dim` with
+    one head, `head_dim` per head with several). Options that do not apply to the chosen score / region (e.g. `window` with
+    `region="soft"`, `head_dim` with one head) are ignored. Dropout acts on the weights
+    that multiply the values, in training only; the returned weights are before dropout.
+    A query with no visible key gets an all-zero context and all-zero weights.
+    """
+
+    def __init__(
+        self,
+        query_dim: int,
+        key_dim: int,
+        value_dim: int | None = None,
+        *,
+        score: str = "additive",
+        region: str = "soft",
+        heads: int = 1,
+        head_dim: int | None = None,
+        hidden_dim: int | None = None,
+        window: int = 5,
+        local_mode: str = "predictive",
+        gumbel_tau: float = 1.0,
+        cosine_scale: float | None = None,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        value_dim = key_dim if value_dim is None else value_dim
+        check_sizes(query_dim=query_dim, key_dim=key_dim, value_dim=value_dim, heads=heads)
+        if hidden_dim is not None:
+            check_sizes(hidden_dim=hidden_dim)
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.query_dim, self.key_dim, self.value_dim = query_dim, key_dim, value_dim
+        self.output_dim = value_dim
+        self.heads = heads
+        self.dropout = dropout
+        self.score_name, self.region_name = score, region
+        query_width, key_width = self._build_head_projections(head_dim)
+        self.score = build_score(
+            score, query_width, key_width, heads, hidden_dim=hidden_dim, cosine_scale=cosine_scale
+        )
+        self.region = build_region(
+            region, query_width, heads, window=window, local_mode=local_mode, gumbel_tau=gumbel_tau
+        )
+
+    def _build_head_projections(self, head_dim: int | None) -> tuple[int, int]:
+        """Create W_Q, W_K, W_V, W_O for several heads; return the per-head (query, key) widths."""
+        if self.heads == 1:
+            self.query_proj = self.key_proj = self.value_proj = self.output_proj = None
+            return self.query_dim, self.key_dim
+        if head_dim is None:
+            if self.value_dim % self.heads:
+                raise ValueError(
+                    f"value_dim ({self.value_dim}) is not divisible by heads "
+                    f"({self.heads}); pass head_dim explicitly"
+                )
+            head_dim = self.value_dim // self.heads
+        check_sizes(head_dim=head_dim)
+        inner_dim = self.heads * head_dim
+        self.query_proj = nn.Linear(self.query_dim, inner_dim)
+        self.key_proj = nn.Linear(self.key_dim, inner_dim)
+        self.value_proj = nn.Linear(self.value_dim, inner_dim)
+        self.output_proj = nn.Linear(inner_dim, self.value_dim)
+        return head_dim, head_dim
+
+    @property
+    def uses_fused_kernel(self) -> bool:
+        """True when `need_weights=False` runs `F.scaled_dot_product_attention`."""
+        return isinstance(self.score, DotProductScore) and isinstance(self.region, SoftRegion)
+
+    def extra_repr(self) -> str:
+        return (
+            f"query_dim={self.query_dim}, key_dim={self.key_dim}, value_dim={self.value_dim}, "
+            f"score={self.score_name!r}, region={self.region_name!r}, heads={self.heads}"
+        )
+
+    def project_memory(
+        self, keys: torch.Tensor, values: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`keys (batch, src_len, key_dim), values (batch, src_len, value_dim) ->
+        proj_keys (batch, heads, src_len, *), proj_values (batch, heads, src_len, *)`.
+
+        Everything that depends only on the source, done once per sentence.
+        """
+        check_memory(keys, values, self.key_dim, self.value_dim)
+        if self.heads == 1:
+            keys_per_head, values_per_head = keys.unsqueeze(1), values.unsqueeze(1)
+        else:
+            keys_per_head = split_heads(
+                self.key_proj(keys), self.heads
+            )  # (batch, heads, src_len, head_dim)
+            values_per_head = split_heads(self.value_proj(values), self.heads)
+        return self.score.project_keys(keys_per_head), values_per_head
+
+    def attend(
+        self,
+        query: torch.Tensor,
+        proj_keys: torch.Tensor,
+        proj_values: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        *,
+        causal: bool = False,
+        query_positions: torch.Tensor | None = None,
+        need_weights: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`query (batch, tgt_len, query_dim)` over projected memory ->
+        `context (batch, tgt_len, output_dim), weights (batch, heads, tgt_len, src_len) | None`.
+
+        mask: `(batch, src_len)` bool, True = real key, or None.
+        causal: query i is at absolute position `src_len - tgt_len + i` and sees keys at or
+            before it (so one query, tgt_len = 1, sees every key).
+        query_positions: `(tgt_len,)` or `(batch, tgt_len)` integer target positions,
+            used by local-m only; default `arange(tgt_len)`, so a decoder running one
+            step at a time passes the step index.
+        need_weights: False allows the fused kernel; weights are None only when it ran.
+        """
+        check_attend_inputs(query, proj_keys, proj_values, mask, self.query_dim, self.heads)
+        query_per_head = self._split_query(query)  # (batch, heads, tgt_len, query_width)
+        if not need_weights and self.uses_fused_kernel:
+            context = self._fused_context(query_per_head, proj_keys, proj_values, mask, causal)
+            return self._merge_heads(context), None
+        weights = self._weights(query_per_head, proj_keys, mask, causal, query_positions)
+        dropped = F.dropout(weights, self.dropout, self.training).to(proj_values.dtype)
+        context = dropped @ proj_values  # (batch, heads, tgt_len, value_width)
+        return self._merge_heads(context), weights
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        *,
+        causal: bool = False,
+        query_positions: torch.Tensor | None = None,
+        need_weights: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`project_memory` then `attend`, for callers that do not cache the memory."""
+        return self.attend(
+            query,
+            *self.project_memory(keys, values),
+            mask,
+            causal=causal,
+            query_positions=query_positions,
+            need_weights=need_weights,
+        )
+
+    def _split_query(self, query: torch.Tensor) -> torch.Tensor:
+        if self.heads == 1:
+            return query.unsqueeze(1)  # (batch, 1, tgt_len, query_dim)
+        return split_heads(self.query_proj(query), self.heads)  # (batch, heads, tgt_len, head_dim)
+
+    def _merge_heads(self, context: torch.Tensor) -> torch.Tensor:
+        if self.heads == 1:
+            return context.squeeze(1)  # (batch, tgt_len, value_dim)
+        return self.output_proj(merge_heads(context))  # (batch, tgt_len, value_dim)
+
+    def _weights(self, query_per_head, proj_keys, mask, causal, query_positions) -> torch.Tensor:
+        """Explicit weights `(batch, heads, tgt_len, src_len)`: score, then region."""
+        batch, _, tgt_len, _ = query_per_head.shape
+        src_len, device = proj_keys.size(2), query_per_head.device
+        visible = visible_keys(mask, causal, tgt_len, src_len, device)  # (batch or 1, 1, tgt, src)
+        scores = self.score(query_per_head, proj_keys)  # (batch, heads, tgt_len, src_len)
+        positions = _query_positions(query_positions, batch, tgt_len, device)  # (batch or 1, tgt)
+        lengths = key_lengths(mask, batch, src_len, device)  # (batch,)
+        return self.region(scores, visible, query_per_head, positions, lengths)
+
+    def _fused_context(self, query_per_head, proj_keys, proj_values, mask, causal) -> torch.Tensor:
+        """Soft dot-product attention with `F.scaled_dot_product_attention`."""
+        tgt_len, src_len = query_per_head.size(2), proj_keys.size(2)
+        attn_mask, has_key = None, None
+        if mask is not None or causal:
+            visible = visible_keys(mask, causal, tgt_len, src_len, query_per_head.device)
+            has_key = visible.any(dim=-1, keepdim=True)  # (batch or 1, 1, tgt_len, 1)
+            attn_mask = visible | ~has_key  # a row with no visible key may see all; zeroed below
+        context = F.scaled_dot_product_attention(
+            self.score.dot_query(query_per_head),
+            proj_keys,
+            proj_values,
+            attn_mask=attn_mask,
+            dropout_p=self.dropout if self.training else 0.0,
+            scale=self.score.scale,
+        )  # (batch, heads, tgt_len, value_width)
+        return context if has_key is None else context.masked_fill(~has_key, 0.0)
+
+
+def _query_positions(query_positions, batch: int, tgt_len: int, device) -> torch.Tensor:
+    """Target positions as `(batch or 1, tgt_len)` long; default `arange(tgt_len)`."""
+    if query_positions is None:
+        return torch.arange(tgt_len, device=device).unsqueeze(0)
+    if query_positions.is_floating_point() or query_positions.shape not in (
+        (tgt_len,),
+        (batch, tgt_len),
+    ):
+        raise ValueError(
+            f"query_positions must be integer, (tgt_len={tgt_len},) or "
+            f"(batch={batch}, tgt_len={tgt_len}), got {query_positions.dtype} "
+            f"{tuple(query_positions.shape)}"
+        )
+    return query_positions.reshape(-1, tgt_len)

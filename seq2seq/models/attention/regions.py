@@ -1,0 +1,166 @@
+"""Regions: which keys get weight and how scores become weights ("计算区域" in the notes).
+
+* soft:  a softmax over every visible key.
+* hard:  exactly one key gets weight 1.
+* local: a softmax inside a window of 2D+1 keys around a centre (Luong et al. 2015, §3.2).
+
+Every region maps scores `(batch, heads, tgt_len, src_len)` and the bool `visible`
+`(batch or 1, 1, tgt_len, src_len)` (True = the query may see the key) to weights of the
+same shape as the scores. Hidden keys get exactly 0; a row with no visible key gets all
+zeros (never NaN).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from seq2seq.models.attention.heads import HeadLinear
+
+REGION_NAMES = ("soft", "hard", "local")
+LOCAL_MODES = ("predictive", "monotonic")
+
+
+def masked_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """`α_j = exp(s_j) / Σ_{visible i} exp(s_i)` on visible keys, exactly 0 elsewhere.
+
+    Hidden keys are filled with the most negative finite number (not -inf), so a row
+    with no visible key is a harmless uniform softmax that is then zeroed: no NaN in the
+    values or the gradients.
+    """
+    filled = scores.masked_fill(~visible, torch.finfo(scores.dtype).min)
+    return torch.softmax(filled, dim=-1).masked_fill(~visible, 0.0)
+
+
+def one_hot_argmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """1 at the best visible key of each row, 0 elsewhere (all 0 if no key is visible)."""
+    best = scores.masked_fill(~visible, float("-inf")).argmax(dim=-1, keepdim=True)  # (..., 1)
+    one_hot = torch.zeros_like(scores).scatter_(-1, best, 1.0)
+    return one_hot.masked_fill(~visible, 0.0)
+
+
+def gumbel_noise(like: torch.Tensor) -> torch.Tensor:
+    """Gumbel(0, 1) samples `g = -log(-log u)`, `u ~ U(0, 1)`, at least float32 precision."""
+    dtype = torch.promote_types(like.dtype, torch.float32)
+    finfo = torch.finfo(dtype)
+    uniform = torch.rand(like.shape, dtype=dtype, device=like.device).clamp(
+        finfo.tiny, 1 - finfo.eps
+    )
+    return -torch.log(-torch.log(uniform))
+
+
+class Region(nn.Module):
+    """Scores -> weights. Soft and hard use only `scores` and `visible`."""
+
+    def forward(
+        self,
+        scores: torch.Tensor,  # (batch, heads, tgt_len, src_len)
+        visible: torch.Tensor,  # (batch or 1, 1, tgt_len, src_len) bool
+        query: torch.Tensor,  # (batch, heads, tgt_len, query_width), for local-p
+        query_positions: torch.Tensor,  # (batch or 1, tgt_len) long, for local-m
+        lengths: torch.Tensor,  # (batch,) long, real keys per row, for local
+    ) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class SoftRegion(Region):
+    """`α = softmax(s)` over all visible keys (Bahdanau et al. 2015; Luong's global attention)."""
+
+    def forward(self, scores, visible, query, query_positions, lengths):
+        return masked_softmax(scores, visible)
+
+
+class HardRegion(Region):
+    """Exactly one key per query gets weight 1 (the notes' hard attention).
+
+    Evaluation (`not self.training`): the one-hot argmax of the scores.
+    Training: the straight-through Gumbel-softmax estimator (Jang et al. 2017): with
+    Gumbel noise g, `y_soft = softmax((s + g) / τ)`; the forward value is the one-hot
+    argmax of `y_soft` (a sample from softmax(s)), and the backward pass uses the
+    gradient of `y_soft`, so the scores still learn. The forward value is computed as
+    `y_hard + (y_soft - y_soft.detach())`, which is exactly one-hot.
+    """
+
+    def __init__(self, tau: float):
+        super().__init__()
+        if not tau > 0:
+            raise ValueError(f"gumbel_tau must be > 0, got {tau}")
+        self.tau = tau
+
+    def forward(self, scores, visible, query, query_positions, lengths):
+        if not self.training:
+            return one_hot_argmax(scores, visible)
+        soft = masked_softmax((scores + gumbel_noise(scores)) / self.tau, visible)
+        return one_hot_argmax(soft, visible) + (soft - soft.detach())
+
+
+class LocalRegion(Region):
+    """Local attention (Luong et al. 2015, §3.2): attend only to keys in `[p_t − D, p_t + D]`.
+
+    * local-m (`mode="monotonic"`): `p_t = t`, the query position, clipped to `S_len − 1`;
+      the weights are the softmax of the scores inside the window (Luong eq. 7 restricted
+      to the window).
+    * local-p (`mode="predictive"`): `p_t = (S_len − 1) · sigmoid(v_pᵀ tanh(W_p h_t))`
+      (eq. 9, 0-based so the centre stays on a real key), and
+      `α_t(s) = softmax_window(score)_s · exp(−(s − p_t)² / (2σ²))`, σ = D/2 (eq. 10).
+
+    S_len is the number of real keys of the row. Keys outside the window get exactly 0.
+    Like Luong, local-p does NOT renormalise after the Gaussian: its weights sum to at
+    most 1 (the Gaussian down-weights keys away from p_t), which is also what carries
+    the gradient to the position predictor. With several heads each head predicts its own
+    centre from its own query.
+    """
+
+    def __init__(self, query_width: int, heads: int, window: int, mode: str):
+        super().__init__()
+        if mode not in LOCAL_MODES:
+            raise ValueError(f"local_mode must be one of {LOCAL_MODES}, got {mode!r}")
+        if not (isinstance(window, int) and window >= 1):
+            raise ValueError(
+                f"window (half-width D of local attention) must be an int >= 1, got {window!r}"
+            )
+        self.window = window
+        self.mode = mode
+        self.sigma = window / 2
+        if mode == "predictive":
+            self.centre_map = HeadLinear(heads, query_width, query_width, bias=False)  # W_p
+            bound = 1.0 / math.sqrt(query_width)
+            self.centre_out = nn.Parameter(
+                torch.empty(heads, query_width).uniform_(-bound, bound)
+            )  # v_p
+
+    def forward(self, scores, visible, query, query_positions, lengths):
+        centre = self.centres(query, query_positions, lengths)  # (batch, heads or 1, tgt_len)
+        key_positions = torch.arange(scores.size(-1), device=scores.device, dtype=centre.dtype)
+        distance = key_positions - centre.unsqueeze(-1)  # (batch, heads or 1, tgt_len, src_len)
+        weights = masked_softmax(scores, visible & (distance.abs() <= self.window))
+        if self.mode == "monotonic":
+            return weights
+        return weights * torch.exp(-distance.square() / (2 * self.sigma**2))
+
+    def centres(self, query, query_positions, lengths) -> torch.Tensor:
+        """The window centre p_t per query, `(batch, heads or 1, tgt_len)`, in float (>= float32)."""
+        dtype = torch.promote_types(query.dtype, torch.float32)
+        last_key = (lengths - 1).clamp(min=0).to(dtype)[:, None, None]  # (batch, 1, 1)
+        if self.mode == "monotonic":
+            return torch.minimum(
+                query_positions.to(dtype).unsqueeze(1), last_key
+            )  # (batch, 1, tgt_len)
+        hidden = torch.tanh(self.centre_map(query))  # (batch, heads, tgt_len, query_width)
+        logit = torch.einsum("bhtd,hd->bht", hidden, self.centre_out)  # (batch, heads, tgt_len)
+        return last_key * torch.sigmoid(logit.to(dtype))
+
+
+def build_region(
+    name: str, query_width: int, heads: int, *, window: int, local_mode: str, gumbel_tau: float
+) -> Region:
+    """The region module called `name` (one of `REGION_NAMES`)."""
+    if name == "soft":
+        return SoftRegion()
+    if name == "hard":
+        return HardRegion(gumbel_tau)
+    if name == "local":
+        return LocalRegion(query_width, heads, window, local_mode)
+    raise ValueError(f"region must be one of {REGION_NAMES}, got {name!r}")

@@ -1,0 +1,60 @@
+"""Argument checks and small tensor helpers shared by the three decoder families."""
+
+from __future__ import annotations
+
+import torch
+
+
+def check_memory(memory: torch.Tensor, src_mask: torch.Tensor, hidden_size: int) -> None:
+    """Raise ValueError unless `memory (B, S, hidden_size)` and `src_mask (B, S)` bool fit."""
+    if memory.dim() != 3 or memory.size(-1) != hidden_size:
+        raise ValueError(
+            f"memory must be (batch, src_len, {hidden_size}) (the bridge projects it to the "
+            f"decoder's hidden_size), got {tuple(memory.shape)}"
+        )
+    if src_mask.dtype != torch.bool or src_mask.shape != memory.shape[:2]:
+        raise ValueError(
+            f"src_mask must be a bool tensor of shape {tuple(memory.shape[:2])}, "
+            f"got {src_mask.dtype} {tuple(src_mask.shape)}"
+        )
+
+
+def check_target(tgt_embedded: torch.Tensor, embed_dim: int, *, single_step: bool) -> None:
+    """Raise ValueError unless `tgt_embedded` is `(B, T, embed_dim)`, with T == 1 for a step."""
+    if tgt_embedded.dim() != 3 or tgt_embedded.size(-1) != embed_dim:
+        raise ValueError(
+            f"tgt_embedded must be (batch, tgt_len, {embed_dim}), got {tuple(tgt_embedded.shape)}"
+        )
+    if single_step and tgt_embedded.size(1) != 1:
+        raise ValueError(
+            f"step() takes one position: tgt_embedded (batch, 1, {embed_dim}), "
+            f"got {tuple(tgt_embedded.shape)}"
+        )
+    if tgt_embedded.size(1) == 0:
+        raise ValueError("tgt_embedded has no positions (tgt_len == 0)")
+
+
+def target_positions(offset: int, length: int, device: torch.device) -> torch.Tensor:
+    """Absolute target positions `offset .. offset + length - 1` as a `(length,)` long tensor.
+
+    Passed to attention as `query_positions` (local-m attention centres its window there).
+    """
+    return torch.arange(offset, offset + length, device=device)
+
+
+def stack_layers(weights: list[torch.Tensor | None]) -> torch.Tensor | None:
+    """Per-layer `(B, H, T, S)` attention weights -> `(B, layers, H, T, S)`, or None.
+
+    None when any layer returned None (NoAttention, or the fused path with
+    `need_weights=False`).
+    """
+    if not weights or any(layer is None for layer in weights):
+        return None
+    return torch.stack(weights, dim=1)  # (batch, layers, heads, tgt_len, src_len)
+
+
+def concat_steps(weights: list[torch.Tensor | None]) -> torch.Tensor | None:
+    """Per-step `(B, H, 1, S)` weights -> `(B, H, T, S)` (concatenated on time), or None."""
+    if not weights or any(step is None for step in weights):
+        return None
+    return torch.cat(weights, dim=2)  # (batch, heads, tgt_len, src_len)

@@ -1,0 +1,106 @@
+"""Transformer encoder (Vaswani et al. 2017, §3.1) with pre-layer-norm blocks.
+
+Pre-norm (Wang et al. 2019, "Learning Deep Transformer Models for Machine Translation";
+Xiong et al. 2020) puts the LayerNorm inside the residual branch, which trains stably
+without a long learning-rate warm-up; a final LayerNorm normalises the last block's output.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from seq2seq.models.attention import Attention
+from seq2seq.models.base import Encoder, EncoderOutput
+from seq2seq.models.encoders.inputs import check_encoder_inputs
+from seq2seq.models.encoders.layers import FeedForward
+from seq2seq.models.positional import LearnedPositions, SinusoidalPositions
+
+POSITIONAL_ENCODINGS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
+
+
+class PreNormEncoderLayer(nn.Module):
+    """One encoder block, `(B, S, d) -> (B, S, d)`:
+
+    x = x + dropout(SelfAttention(LN(x)))     multi-head scaled dot-product, padding keys masked
+    x = x + dropout(FFN(LN(x)))
+    """
+
+    def __init__(self, hidden_size: int, heads: int, ff_size: int, dropout: float) -> None:
+        super().__init__()
+        self.attention_norm = nn.LayerNorm(hidden_size)
+        self.self_attention = Attention(
+            hidden_size,
+            hidden_size,
+            hidden_size,
+            score="scaled_dot",
+            region="soft",
+            heads=heads,
+            dropout=dropout,
+        )
+        self.feed_forward_norm = nn.LayerNorm(hidden_size)
+        self.feed_forward = FeedForward(hidden_size, ff_size, dropout)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        normed = self.attention_norm(x)  # (B, S, d)
+        context, _ = self.self_attention(normed, normed, normed, src_mask, need_weights=False)
+        x = x + self.dropout(context)  # (B, S, d)
+        return x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
+
+
+class TransformerEncoder(Encoder):
+    """`(src_embedded (B, S, embed_dim), src_mask (B, S)) -> EncoderOutput`.
+
+        h⁰ = dropout(P(W_in x))          W_in only when embed_dim != hidden_size; P adds positions
+        hˡ = PreNormEncoderLayer(hˡ⁻¹)   l = 1..num_layers
+        memory = LN(hᴸ), padding zeroed
+
+    Padding keys are masked in every self-attention, so padding never changes real
+    positions. final is None. Only right padding is accepted (positions count from the left).
+    With `heads=1` the project's `Attention` has no Q/K/V/output projections (classic
+    single-head attention, softmax(x xᵀ/√d) x on LN(x)); use heads >= 2 for the block of
+    Vaswani et al.
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        *,
+        hidden_size: int = 256,
+        num_layers: int = 3,
+        heads: int = 4,
+        ff_size: int = 1024,
+        dropout: float = 0.1,
+        positional: str = "sinusoidal",
+        max_positions: int = 1024,
+    ) -> None:
+        super().__init__()
+        if positional not in POSITIONAL_ENCODINGS:
+            raise ValueError(
+                f"positional must be one of {sorted(POSITIONAL_ENCODINGS)}, got {positional!r}"
+            )
+        if num_layers < 1:
+            raise ValueError(f"num_layers must be at least 1, got {num_layers}")
+        if hidden_size % heads != 0:
+            raise ValueError(f"hidden_size ({hidden_size}) must be divisible by heads ({heads})")
+        self.embed_dim = embed_dim
+        same_width = embed_dim == hidden_size
+        self.input_projection = nn.Identity() if same_width else nn.Linear(embed_dim, hidden_size)
+        self.positions = POSITIONAL_ENCODINGS[positional](hidden_size, max_positions)
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(
+            PreNormEncoderLayer(hidden_size, heads, ff_size, dropout) for _ in range(num_layers)
+        )
+        self.final_norm = nn.LayerNorm(hidden_size)
+        self.output_dim = hidden_size
+        self.final_dim = None
+
+    def forward(self, src_embedded: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
+        check_encoder_inputs(src_embedded, src_mask, self.embed_dim)
+        hidden = self.dropout(self.positions(self.input_projection(src_embedded)))  # (B, S, d)
+        for layer in self.layers:
+            hidden = layer(hidden, src_mask)  # (B, S, d)
+        normed = self.final_norm(hidden)  # (B, S, d)
+        memory = normed * src_mask.unsqueeze(-1).to(normed.dtype)  # zero the padding
+        return EncoderOutput(memory=memory, mask=src_mask, final=None)

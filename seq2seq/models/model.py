@@ -1,0 +1,118 @@
+"""The encoder-decoder model: embeddings, encoder, bridge, decoder, generator.
+
+`Seq2Seq` is composed from parts that know nothing of each other's internals: any encoder
+works with any decoder because the bridge adapts the encoder's output to the decoder's
+width and initial state. `build_model` (in `seq2seq.models.builder`) makes one from config.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from seq2seq.models.base import Decoder, DecoderState, Encoder, EncoderOutput
+from seq2seq.special_tokens import PAD_ID
+
+
+class TokenEmbedding(nn.Module):
+    """Token embeddings, optionally scaled by √d (Vaswani et al. 2017 §3.4), then dropout."""
+
+    def __init__(self, vocab_size: int, dim: int, *, scale: bool = True, dropout: float = 0.0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, dim, padding_idx=PAD_ID)
+        nn.init.normal_(self.embedding.weight, mean=0.0, std=dim**-0.5)
+        with torch.no_grad():
+            self.embedding.weight[PAD_ID].zero_()
+        self.scale = math.sqrt(dim) if scale else 1.0
+        self.dropout = nn.Dropout(dropout)
+        self.dim = dim
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        # (batch, time) -> (batch, time, dim)
+        return self.dropout(self.embedding(tokens) * self.scale)
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over the real positions: (batch, time, dim), (batch, time) -> (batch, dim)."""
+    weights = mask.unsqueeze(-1).to(values.dtype)  # (batch, time, 1)
+    total = (values * weights).sum(dim=1)
+    count = weights.sum(dim=1).clamp_min(1.0)
+    return total / count
+
+
+class Bridge(nn.Module):
+    """Adapts an encoder's output to a decoder.
+
+    * memory: projected to the decoder's width when the widths differ (a bi-RNN's 2·h, say);
+    * initial hidden state: h₀ = tanh(W s + b), where s is the encoder's final state, or the
+      mean of the (projected) memory when the encoder has none (CNN, Transformer).
+    """
+
+    def __init__(self, memory_dim: int, final_dim: int | None, hidden_size: int):
+        super().__init__()
+        self.memory_proj = (
+            nn.Linear(memory_dim, hidden_size) if memory_dim != hidden_size else nn.Identity()
+        )
+        self.init_proj = nn.Linear(final_dim or hidden_size, hidden_size)
+
+    def forward(self, encoded: EncoderOutput) -> tuple[torch.Tensor, torch.Tensor]:
+        memory = self.memory_proj(encoded.memory)  # (batch, src_len, hidden)
+        memory = memory * encoded.mask.unsqueeze(-1).to(memory.dtype)
+        summary = encoded.final if encoded.final is not None else masked_mean(memory, encoded.mask)
+        init_hidden = torch.tanh(self.init_proj(summary))  # (batch, hidden)
+        return memory, init_hidden
+
+
+class Seq2Seq(nn.Module):
+    """Embeddings → encoder → bridge → decoder → generator (a linear layer to the vocabulary).
+
+    The interface that search and training use:
+    * `forward(src, src_mask, tgt_in)` → logits `(batch, tgt_len, vocab)`, attention;
+    * `encode`, `init_decoder_state`, `decode_step` for step-by-step decoding.
+    """
+
+    def __init__(
+        self,
+        src_embed: TokenEmbedding,
+        tgt_embed: TokenEmbedding,
+        encoder: Encoder,
+        bridge: Bridge,
+        decoder: Decoder,
+        generator: nn.Linear,
+    ):
+        super().__init__()
+        self.src_embed = src_embed
+        self.tgt_embed = tgt_embed
+        self.encoder = encoder
+        self.bridge = bridge
+        self.decoder = decoder
+        self.generator = generator
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
+        return self.encoder(self.src_embed(src), src_mask)
+
+    def init_decoder_state(self, encoded: EncoderOutput) -> DecoderState:
+        memory, init_hidden = self.bridge(encoded)
+        return self.decoder.init_state(memory, encoded.mask, init_hidden)
+
+    def forward(
+        self,
+        src: torch.Tensor,  # (batch, src_len)
+        src_mask: torch.Tensor,  # (batch, src_len)
+        tgt_in: torch.Tensor,  # (batch, tgt_len), starts with BOS
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        state = self.init_decoder_state(self.encode(src, src_mask))
+        hidden, attention = self.decoder(self.tgt_embed(tgt_in), state, need_weights=need_weights)
+        return self.generator(hidden), attention  # (batch, tgt_len, vocab)
+
+    def decode_step(
+        self, prev_tokens: torch.Tensor, state: DecoderState, need_weights: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None, DecoderState]:
+        """One decoding step: (batch,) previous tokens -> (batch, vocab) log-probabilities."""
+        embedded = self.tgt_embed(prev_tokens.unsqueeze(1))  # (batch, 1, embed)
+        hidden, attention, state = self.decoder.step(embedded, state, need_weights=need_weights)
+        logits = self.generator(hidden.squeeze(1)).float()  # (batch, vocab)
+        return torch.log_softmax(logits, dim=-1), attention, state

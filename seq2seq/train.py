@@ -1,0 +1,185 @@
+"""`seq2seq-train`: the Hydra training app.
+
+    seq2seq-train                                   # the default CPU model
+    seq2seq-train encoder=gru decoder=gru attention=additive
+    seq2seq-train -m attention=dot,general,additive # a sweep, one run folder each
+    seq2seq-train +experiment=transformer_small trainer.max_steps=2000
+    seq2seq-train trainer.resume=last               # continue the newest run
+
+`main` is a thin shell over `run_training(cfg, run_dir)`, which tests call directly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+import hydra
+import numpy as np
+import torch
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from seq2seq.build import ConfigError, build_model, count_parameters, plain
+from seq2seq.config import register_configs
+from seq2seq.data.config import DataConfig
+from seq2seq.data.prepare import prepare
+from seq2seq.decoding import SearchSettings
+from seq2seq.metrics import corpus_scores
+from seq2seq.training.checkpoint import CheckpointError, architecture_differences, load_checkpoint
+from seq2seq.training.logger import RunLogger
+from seq2seq.training.trainer import Trainer, tokenizer_payload
+
+CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
+log = logging.getLogger(__name__)
+
+
+def select_device(name: str) -> torch.device:
+    """`auto` picks CUDA when there is a GPU, else the CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"trainer.device={name!r} but no CUDA device is available")
+    return device
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def resolve_resume(resume: str | None, run_dir: Path, outputs_root: Path) -> Path | None:
+    """A checkpoint path from `trainer.resume`: a file, a run folder, or `last` (the newest
+    `last.pt` under the outputs folder)."""
+    if not resume:
+        return None
+    if resume == "last":
+        candidates = sorted(
+            (p for p in outputs_root.glob("**/checkpoints/last.pt") if run_dir not in p.parents),
+            key=lambda p: p.stat().st_mtime,
+        )
+        if not candidates:
+            raise CheckpointError(f"trainer.resume=last: no checkpoints/last.pt under {outputs_root}")
+        return candidates[-1]
+    path = Path(resume)
+    return path / "checkpoints" / "last.pt" if path.is_dir() else path
+
+
+def check_compatible(payload: dict, cfg: DictConfig, data: Any, path: Path) -> None:
+    """Refuse a checkpoint whose architecture or vocabulary differs from the config."""
+    current = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    differences = architecture_differences(payload["config"], current)
+    for side, saved in payload["tokenizers"].items():
+        if saved["model"] != tokenizer_payload(data)[side]["model"]:
+            differences.append(f"{side} vocabulary: the checkpoint's tokeniser differs from the data's")
+    if differences:
+        raise CheckpointError(
+            f"checkpoint {path} does not match the configuration:\n  " + "\n  ".join(differences)
+        )
+
+
+def run_training(cfg: DictConfig, run_dir: Path, outputs_root: Path | None = None) -> dict:
+    """Prepare data, build, train, evaluate the best checkpoint on test; returns results."""
+    device = select_device(cfg.trainer.device)
+    if cfg.trainer.threads > 0:
+        torch.set_num_threads(cfg.trainer.threads)
+    seed_everything(cfg.trainer.seed)
+    data = prepare(DataConfig(**plain(cfg.data)))
+    model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
+    model.to(device)
+    resume_path = resolve_resume(cfg.trainer.resume, run_dir, outputs_root or run_dir.parent)
+    if resume_path is not None:
+        payload = load_checkpoint(resume_path, map_location=device)
+        check_compatible(payload, cfg, data, resume_path)
+        run_dir = resume_path.parent.parent
+    logger = RunLogger(run_dir, enabled=cfg.logging.tensorboard)
+    trainer = Trainer(cfg, model, data, run_dir, device, logger, hooks=_visual_hooks(cfg, data))
+    if resume_path is not None:
+        trainer.restore(payload)
+        log.info("resumed %s at step %d", resume_path, trainer.progress.step)
+    log.info("run folder %s; %s parameters", run_dir, f"{count_parameters(model):,}")
+    trainer.fit()
+    results = evaluate_best(trainer, cfg)
+    finish(trainer, cfg, results)
+    return results
+
+
+def _visual_hooks(cfg: DictConfig, data: Any) -> list:
+    """Hooks run after each validation (the alignment images, when available)."""
+    try:
+        from seq2seq.visualise.hooks import alignment_hooks
+    except ImportError:
+        return []
+    return alignment_hooks(cfg, data)
+
+
+def evaluate_best(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
+    """Score the best checkpoint on the test split with the configured search."""
+    best = trainer.run_dir / "checkpoints" / "best.pt"
+    if best.is_file():
+        trainer.model.load_state_dict(load_checkpoint(best, trainer.device)["model"])
+    search = SearchSettings(**plain(cfg.trainer.test_search))
+    test = trainer.data.test
+    hypotheses = trainer.translate([src for src, _ in test.examples], search)
+    (trainer.run_dir / "test.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    scores = corpus_scores(hypotheses, test.tgt_lines, trainer.data.tgt_tokenizer.lang)
+    progress = trainer.progress
+    return {
+        "test": scores,
+        "valid_best_bleu": progress.best_bleu,
+        "best_step": progress.best_step,
+        "steps": progress.step,
+        "epochs": progress.epoch,
+        "train_minutes": progress.train_seconds / 60.0,
+        "parameters": count_parameters(trainer.model),
+        "search": plain(cfg.trainer.test_search),
+        "run_dir": str(trainer.run_dir),
+    }
+
+
+def finish(trainer: Trainer, cfg: DictConfig, results: dict[str, Any]) -> None:
+    """results.json, the HPARAMS entry, and the closing lines for the user."""
+    path = trainer.run_dir / "results.json"
+    path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    params = {
+        "encoder": cfg.encoder._target_.rsplit(".", 1)[-1],
+        "decoder": cfg.decoder._target_.rsplit(".", 1)[-1],
+        **{f"attention.{k}": v for k, v in plain(cfg.attention).items() if k != "_target_"},
+        "attention": cfg.attention._target_.rsplit(".", 1)[-1],
+        "embed_dim": cfg.model.embed_dim,
+        "lr": cfg.optim.lr,
+        "max_tokens": cfg.data.max_tokens,
+        "parameters": results["parameters"],
+    }
+    metrics = {
+        "hparams/valid_bleu": results["valid_best_bleu"],
+        "hparams/test_bleu": results["test"]["bleu"],
+        "hparams/test_chrf": results["test"]["chrf"],
+    }
+    trainer.logger.hparams(params, metrics, trainer.progress.step)
+    trainer.logger.close()
+    test = results["test"]
+    print(f"test BLEU {test['bleu']:.2f}  chrF {test['chrf']:.2f}  ({test['bleu_signature']})")
+    print(f"run folder: {trainer.run_dir}")
+    print(f"results:    {path}")
+    print(f"tensorboard --logdir {trainer.run_dir}")
+
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
+def main(cfg: DictConfig) -> None:
+    hydra_cfg = HydraConfig.get()
+    run_dir = Path(hydra_cfg.runtime.output_dir)
+    outputs_root = Path(hydra_cfg.runtime.cwd) / "outputs"
+    run_training(cfg, run_dir, outputs_root)
+
+
+if __name__ == "__main__":
+    main()

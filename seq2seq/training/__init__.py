@@ -1,0 +1,1 @@
+"""The training loop and what it needs: loss, schedules, checkpoints, validation, logging."""

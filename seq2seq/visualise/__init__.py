@@ -1,0 +1,1 @@
+"""Showing what attention does: terminal matrices, heatmaps, TensorBoard probes."""

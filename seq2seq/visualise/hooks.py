@@ -1,0 +1,160 @@
+"""TensorBoard hooks that show attention alignments forming during training.
+
+After each validation the trainer calls `hook(trainer, step)`. The alignment hook
+
+* translates its probe sentences greedily (corpus data: the probe list of
+  `seq2seq.visualise.probes`; toy data: the first few valid examples), draws the last
+  attention layer of each (every head and their mean) and logs it as the image
+  `alignment/<NN>_<start of the sentence>`: one tag per sentence, so TensorBoard's step
+  slider under each image replays how that alignment formed;
+* logs `valid/alignment_accuracy` (`seq2seq.visualise.alignment`), teacher-forced on the
+  probes' references (corpus) or on the valid split (toy).
+
+Models with attention=none get no hook: they have no weights to show or score.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig
+
+from seq2seq.decoding import SearchSettings, translate_ids
+from seq2seq.special_tokens import EOS_PIECE
+from seq2seq.visualise.alignment import (
+    Link,
+    alignment_accuracy,
+    teacher_forced_attention,
+    toy_links,
+)
+from seq2seq.visualise.heatmap import draw_alignment, figure_to_rgb, run_title
+from seq2seq.visualise.probes import encode_probe, probes_for
+
+log = logging.getLogger(__name__)
+
+TOY_SHOWN = 3  # valid examples drawn for the toy tasks
+TOY_SCORED = 500  # valid examples scored for the toy tasks
+TAG_TEXT_CHARS = 12  # characters of the sentence in an image tag
+ACCURACY_TAG = "valid/alignment_accuracy"
+
+
+@dataclass
+class ShownSentence:
+    """A sentence whose alignment is drawn at each validation."""
+
+    tag: str
+    text: str
+    source_ids: list[int]
+    source_pieces: list[str]  # EOS included
+
+
+class AlignmentHook:
+    """`hook(trainer, step)`: alignment images and alignment accuracy (module docstring)."""
+
+    def __init__(
+        self,
+        shown: list[ShownSentence],
+        scored_examples: list[tuple[list[int], list[int]]],
+        scored_links: list[list[Link]],
+    ):
+        if len(scored_examples) != len(scored_links):
+            raise ValueError("scored_examples and scored_links must have the same length")
+        self.shown = shown
+        self.scored_examples = scored_examples
+        self.scored_links = scored_links
+
+    def __call__(self, trainer: Any, step: int) -> None:
+        started = time.perf_counter()
+        self.log_accuracy(trainer, step)
+        self.log_images(trainer, step)
+        log.debug("alignment hook took %.2f s", time.perf_counter() - started)
+
+    def log_accuracy(self, trainer: Any, step: int) -> float | None:
+        if not self.scored_examples:
+            return None
+        attentions = teacher_forced_attention(trainer.model, self.scored_examples, trainer.device)
+        accuracy = None if attentions is None else alignment_accuracy(attentions, self.scored_links)
+        if accuracy is not None:
+            trainer.logger.scalars({ACCURACY_TAG: accuracy}, step)
+        return accuracy
+
+    def log_images(self, trainer: Any, step: int) -> None:
+        if not self.shown:
+            return
+        sources = [sentence.source_ids for sentence in self.shown]
+        nbest = translate_ids(
+            trainer.model, sources, SearchSettings(beam_size=1), trainer.device, need_weights=True
+        )
+        tokenizer = trainer.data.tgt_tokenizer
+        for sentence, (hypothesis, *_) in zip(self.shown, nbest, strict=True):
+            if hypothesis.attention is None:
+                return
+            title = f"{sentence.text}  →  {tokenizer.decode(hypothesis.tokens)}\n"
+            title += run_title(trainer.cfg, step)
+            target_pieces = [tokenizer.id_to_piece(i) for i in hypothesis.tokens] + [EOS_PIECE]
+            last_layer = hypothesis.attention[-1:]  # (1, heads, tgt_len, src_len)
+            figure = draw_alignment(sentence.source_pieces, target_pieces, last_layer, title)
+            trainer.logger.image(sentence.tag, figure_to_rgb(figure), step)
+
+
+def alignment_hooks(cfg: DictConfig, data: Any) -> list[AlignmentHook]:
+    """The hooks for a run: none without attention, toy examples or corpus probes."""
+    if cfg.attention._target_.endswith("NoAttention"):
+        return []
+    if cfg.data.kind == "toy":
+        return [toy_hook(cfg.data.toy_task, data)]
+    probes = probes_for(cfg.data.src_lang, cfg.data.tgt_lang, cfg.logging.probe_file)
+    if not probes:
+        log.info(
+            "no alignment probes for %s→%s: set logging.probe_file to show alignments",
+            cfg.data.src_lang, cfg.data.tgt_lang,
+        )  # fmt: skip
+        return []
+    return [probe_hook(probes, data)]
+
+
+def probe_hook(probes: list, data: Any) -> AlignmentHook:
+    """Draw and score the probes (references teacher-forced for the accuracy)."""
+    encoded = [encode_probe(probe, data.src_tokenizer, data.tgt_tokenizer) for probe in probes]
+    shown = [
+        ShownSentence(
+            image_tag(index, probe.probe.source),
+            probe.probe.source,
+            probe.source_ids,
+            probe.source_pieces,
+        )
+        for index, probe in enumerate(encoded)
+    ]
+    scored = [(probe.source_ids, probe.target_ids) for probe in encoded]
+    return AlignmentHook(shown, scored, [probe.links for probe in encoded])
+
+
+def toy_hook(task: str, data: Any) -> AlignmentHook:
+    """Draw the first valid examples, score up to TOY_SCORED of them against the gold
+    (anti-)diagonal."""
+    examples = [(list(src), list(tgt)) for src, tgt in data.valid.examples[:TOY_SCORED]]
+    lines = data.valid.src_lines
+    shown = [
+        ShownSentence(
+            image_tag(index, lines[index]),
+            lines[index],
+            src,
+            [data.src_tokenizer.id_to_piece(i) for i in src] + [EOS_PIECE],
+        )
+        for index, (src, _) in enumerate(examples[:TOY_SHOWN])
+    ]
+    links = [toy_links(task, len(src)) for src, _ in examples]
+    return AlignmentHook(shown, examples, links)
+
+
+def image_tag(index: int, text: str) -> str:
+    """`alignment/00_我爱中国`: the index keeps the order, the text says which sentence.
+
+    Only characters TensorBoard keeps in tags (letters of any script, digits, _ . -).
+    """
+    short = re.sub(r"[^\w.-]+", "_", text.strip())[:TAG_TEXT_CHARS].strip("_.")
+    return f"alignment/{index:02d}_{short}"

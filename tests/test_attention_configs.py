@@ -1,0 +1,61 @@
+"""The attention presets in configs/attention/ list every option and build what they say."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from seq2seq.models.attention import Attention, NoAttention
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "attention"
+ATTENTION_PRESETS = [
+    "dot",
+    "scaled_dot",
+    "general",
+    "additive",
+    "cosine",
+    "local",
+    "hard",
+    "multihead",
+]
+ATTENTION_KEYS = {
+    name
+    for name, parameter in inspect.signature(Attention).parameters.items()
+    if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+}
+EXPECTED = {
+    "local": dict(score="general", region="local", local_mode="predictive", heads=1),
+    "hard": dict(score="additive", region="hard", heads=1),
+    "multihead": dict(score="scaled_dot", region="soft", heads=4),
+}
+
+
+def build(preset: str, *overrides: str):
+    config = OmegaConf.merge(
+        OmegaConf.load(CONFIG_DIR / f"{preset}.yaml"), OmegaConf.from_dotlist(list(overrides))
+    )
+    return config, instantiate(config, query_dim=8, key_dim=8, value_dim=8)
+
+
+@pytest.mark.parametrize("preset", ATTENTION_PRESETS)
+def test_presets_list_every_attention_key_and_accept_overrides(preset):
+    config, attention = build(preset, "region=local", "window=3", "local_mode=monotonic")
+    assert set(config) - {"_target_"} == ATTENTION_KEYS
+    assert isinstance(attention, Attention) and attention.region.window == 3
+    assert attention.score_name == (EXPECTED[preset]["score"] if preset in EXPECTED else preset)
+
+
+@pytest.mark.parametrize("preset", sorted(EXPECTED))
+def test_named_presets_hold_the_documented_choices(preset):
+    config, attention = build(preset)
+    assert {key: config[key] for key in EXPECTED[preset]} == EXPECTED[preset]
+    assert attention.heads == EXPECTED[preset]["heads"]
+
+
+def test_none_preset_builds_no_attention():
+    config, no_attention = build("none")
+    assert set(config) == {"_target_"} and isinstance(no_attention, NoAttention)

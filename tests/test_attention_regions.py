@@ -1,0 +1,224 @@
+"""Regions (soft, hard, local), masks and causality: which keys get weight, and how much."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from seq2seq.models.attention import Attention
+
+BATCH, TGT, SRC = 2, 3, 7
+MASK = torch.tensor([[True] * 7, [True] * 4 + [False] * 3])  # row 1 has 4 real keys
+
+REGION_SETTINGS = [
+    dict(region="soft"),
+    dict(region="hard"),
+    dict(region="local", local_mode="predictive", window=2),
+    dict(region="local", local_mode="monotonic", window=1),
+]
+
+
+def make_inputs(
+    seed: int, query_dim: int = 5, key_dim: int = 5, value_dim: int = 3, tgt: int = TGT
+):
+    generator = torch.Generator().manual_seed(seed)
+    query = torch.randn(BATCH, tgt, query_dim, generator=generator)
+    keys = torch.randn(BATCH, SRC, key_dim, generator=generator)
+    values = torch.randn(BATCH, SRC, value_dim, generator=generator)
+    return query, keys, values
+
+
+@pytest.mark.parametrize("settings", REGION_SETTINGS)
+@pytest.mark.parametrize("heads", [1, 3])
+@pytest.mark.parametrize("training", [True, False])
+def test_masked_keys_get_exactly_zero_weight(settings, heads, training):
+    torch.manual_seed(0)
+    attention = Attention(5, 5, 3 * heads, score="additive", heads=heads, **settings)
+    attention.train(training)
+    query, keys, _ = make_inputs(1)
+    values = torch.randn(BATCH, SRC, 3 * heads)
+    _, weights = attention(query, keys, values, MASK)
+    assert weights.shape == (BATCH, heads, TGT, SRC)
+    assert torch.all(weights[1, :, :, 4:] == 0)
+    assert torch.all(weights >= 0) and torch.all(weights.sum(-1) <= 1 + 1e-6)
+
+
+@pytest.mark.parametrize("settings", REGION_SETTINGS[:2])
+def test_soft_and_hard_weights_sum_to_one_over_real_keys(settings):
+    torch.manual_seed(0)
+    attention = Attention(5, 5, 3, score="general", **settings)
+    _, weights = attention(*make_inputs(2), MASK)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(BATCH, 1, TGT))
+
+
+@pytest.mark.parametrize("settings", REGION_SETTINGS)
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_row_without_visible_keys_gives_zeros_not_nan(settings, need_weights):
+    torch.manual_seed(0)
+    attention = Attention(5, 5, 3, score="scaled_dot", **settings)
+    query, keys, values = make_inputs(3)
+    query.requires_grad_(True)
+    mask = torch.tensor([[True] * 7, [False] * 7])
+    context, weights = attention(query, keys, values, mask, need_weights=need_weights)
+    assert torch.all(context[1] == 0) and torch.isfinite(context).all()
+    if weights is not None:
+        assert torch.all(weights[1] == 0)
+    context.sum().backward()
+    assert torch.isfinite(query.grad).all()
+
+
+@pytest.mark.parametrize("settings", REGION_SETTINGS)
+def test_causal_queries_see_only_keys_up_to_their_position(settings):
+    torch.manual_seed(0)
+    attention = Attention(5, 5, 3, score="dot", **settings)
+    query, keys, values = make_inputs(4, tgt=3)
+    _, weights = attention(query, keys, values, causal=True)  # queries at positions 4, 5, 6
+    for i, position in enumerate(range(SRC - 3, SRC)):
+        assert torch.all(weights[:, :, i, position + 1 :] == 0)
+
+
+def test_hard_is_exact_one_hot_argmax_at_evaluation_and_skips_masked_keys():
+    query = torch.tensor([[[1.0, 0.0, 0.0]]])  # (1, 1, 3)
+    keys = torch.tensor([[[0.1, 0, 0], [0.5, 0, 0], [0.3, 0, 0], [9.0, 0, 0]]])  # key 3 scores best
+    values = torch.arange(12.0).view(1, 4, 3)
+    attention = Attention(3, 3, score="dot", region="hard").eval()
+    mask = torch.tensor([[True, True, True, False]])  # ... but is padding
+    context, weights = attention(query, keys, values, mask)
+    assert weights.tolist() == [[[[0.0, 1.0, 0.0, 0.0]]]]
+    assert torch.equal(context, values[:, 1:2])
+
+
+def test_hard_training_samples_one_key_from_the_softmax_and_passes_gradients():
+    torch.manual_seed(0)
+    samples = 4000
+    keys = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]])  # (1, 3, 2)
+    query = torch.tensor([1.0, -0.5]).expand(1, samples, 2).clone().requires_grad_(True)
+    attention = Attention(2, 2, score="dot", region="hard", gumbel_tau=0.5).train()
+    context, weights = attention(query, keys, keys)
+    assert torch.all((weights == 0) | (weights == 1)) and torch.all(weights.sum(-1) == 1)
+    frequencies = weights[0, 0].mean(dim=0)  # Gumbel-max: P(key j) = softmax(s)_j
+    torch.testing.assert_close(
+        frequencies, torch.softmax(torch.tensor([1.0, -0.5, 0.25]), 0), atol=0.03, rtol=0
+    )
+    context.sum().backward()
+    assert query.grad.abs().sum() > 0
+
+
+def test_local_monotonic_window_is_centred_on_the_clipped_position():
+    torch.manual_seed(0)
+    window = 1
+    attention = Attention(
+        5, 5, 3, score="general", region="local", local_mode="monotonic", window=window
+    )
+    query, keys, values = make_inputs(5, tgt=4)
+    positions = torch.tensor([0, 2, 5, 6])  # row 1 has 4 real keys: centres 0, 2, 3, 3
+    _, weights = attention(query, keys, values, MASK, query_positions=positions)
+    scores = attention.score(query.unsqueeze(1), attention.score.project_keys(keys.unsqueeze(1)))[
+        :, 0
+    ]
+    for b, real in enumerate([7, 4]):
+        for t, position in enumerate(positions.tolist()):
+            centre = min(position, real - 1)
+            lo, hi = max(centre - window, 0), min(centre + window, real - 1)
+            expected = torch.zeros(SRC)
+            expected[lo : hi + 1] = torch.softmax(scores[b, t, lo : hi + 1], dim=0)
+            torch.testing.assert_close(weights[b, 0, t], expected)
+
+
+def test_local_predictive_matches_luong_equations():
+    torch.manual_seed(0)
+    window = 2
+    attention = Attention(
+        5, 5, 3, score="dot", region="local", local_mode="predictive", window=window
+    )
+    query, keys, values = make_inputs(6)
+    _, weights = attention(query, keys, values, MASK)
+    region = attention.region
+    w_p, v_p = region.centre_map.weight[0], region.centre_out[0]  # (5, 5), (5,)
+    sigma = window / 2
+    for b, real in enumerate([7, 4]):
+        for t in range(TGT):
+            centre = (real - 1) * torch.sigmoid(v_p @ torch.tanh(query[b, t] @ w_p))
+            in_window = [s for s in range(real) if abs(s - centre.item()) <= window]
+            scores = torch.stack([query[b, t] @ keys[b, s] for s in in_window])
+            expected = torch.zeros(SRC)
+            for share, s in zip(torch.softmax(scores, 0), in_window, strict=True):
+                expected[s] = share * math.exp(-((s - centre.item()) ** 2) / (2 * sigma**2))
+            torch.testing.assert_close(weights[b, 0, t], expected)
+
+
+def test_gradcheck_local_predictive_and_gradient_reaches_the_position_predictor():
+    torch.manual_seed(7)
+    attention = Attention(3, 5, 3, score="general", region="local", window=2).double()
+    generator = torch.Generator().manual_seed(8)
+    query = torch.randn(2, 3, 3, dtype=torch.float64, generator=generator, requires_grad=True)
+    keys = torch.randn(2, 7, 5, dtype=torch.float64, generator=generator, requires_grad=True)
+    values = torch.randn(2, 7, 3, dtype=torch.float64, generator=generator, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda q, k, v: attention(q, k, v, MASK)[0], (query, keys, values)
+    )
+    attention(query, keys, values, MASK)[0].sum().backward()
+    assert attention.region.centre_out.grad.abs().sum() > 0
+
+
+def test_local_rejects_bad_settings():
+    with pytest.raises(ValueError, match="local_mode"):
+        Attention(5, 5, region="local", local_mode="sideways")
+    with pytest.raises(ValueError, match="window"):
+        Attention(5, 5, region="local", window=0)
+    with pytest.raises(ValueError, match="gumbel_tau"):
+        Attention(5, 5, region="hard", gumbel_tau=0.0)
+    with pytest.raises(ValueError, match="query_positions"):
+        Attention(5, 5, region="local", local_mode="monotonic")(
+            torch.randn(1, 3, 5),
+            torch.randn(1, 4, 5),
+            torch.randn(1, 4, 5),
+            query_positions=torch.zeros(2),
+        )
+
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(score="additive"),
+        dict(score="scaled_dot", heads=4),
+        dict(score="general", region="local"),
+    ],
+)
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_bf16_autocast_is_close_to_float32(device, settings, need_weights):
+    torch.manual_seed(0)
+    attention = Attention(8, 8, **settings).to(device)
+    query, keys, values = (tensor.to(device) for tensor in make_inputs(9, 8, 8, 8))
+    mask = MASK.to(device)
+    reference, _ = attention(query, keys, values, mask)
+    with torch.autocast(device, dtype=torch.bfloat16):
+        context, weights = attention(query, keys, values, mask, need_weights=need_weights)
+    torch.testing.assert_close(context.float(), reference, atol=0.05, rtol=0.05)
+    if weights is not None:
+        assert torch.all(weights[1, ..., 4:] == 0)
+
+
+@pytest.mark.parametrize("settings", REGION_SETTINGS)
+def test_one_query_at_a_time_equals_the_full_pass(settings):
+    torch.manual_seed(0)
+    attention = Attention(5, 5, 3, score="general", **settings).eval()
+    query, keys, values = make_inputs(10, tgt=4)
+    full_context, full_weights = attention(query, keys, values, MASK)
+    proj_keys, proj_values = attention.project_memory(keys, values)
+    for step in range(4):  # a decoder step passes its index as the query position (local-m)
+        context, weights = attention.attend(
+            query[:, step : step + 1],
+            proj_keys,
+            proj_values,
+            MASK,
+            query_positions=torch.tensor([step]),
+        )
+        torch.testing.assert_close(context, full_context[:, step : step + 1])
+        torch.testing.assert_close(weights, full_weights[:, :, step : step + 1])

@@ -1,0 +1,57 @@
+"""DataConfig validation and the YAML files of the `data` config group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from seq2seq.data.config import DataConfig
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"valid_size": 0}, "data.valid_size must be > 0"),
+        ({"kind": "monolingual"}, "data.kind must be one of"),
+        ({"src_column": 3}, "data.src_column"),
+        ({"src_column": 0, "tgt_column": 0}, "must differ"),
+        ({"tgt_lang": "zh"}, "data.src_lang and data.tgt_lang"),
+        ({"src_vocab_size": 4}, "data.src_vocab_size must be > 4"),
+        ({"model_type": "wordpiece"}, "data.model_type"),
+        ({"max_tokens": 50, "max_len": 50}, "data.max_tokens"),
+        ({"max_malformed_share": 1.5}, "data.max_malformed_share"),
+        ({"src_lang": "fr", "tgt_lang": "en", "traditional_to_simplified": True}, "Chinese side"),
+        ({"kind": "toy", "toy_task": "sort"}, "data.toy_task"),
+        ({"kind": "toy", "toy_min_len": 5, "toy_max_len": 4}, "data.toy_max_len"),
+        ({"kind": "toy", "toy_vocab_size": 27}, "data.toy_vocab_size"),
+    ],
+)
+def test_invalid_values_name_the_key(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        DataConfig(**overrides)
+
+
+def test_unknown_key_is_rejected():
+    with pytest.raises(ValueError, match="vocab"):
+        DataConfig.from_mapping({"vocab": 100})
+
+
+@pytest.mark.parametrize("name", ["tatoeba_zh_en", "tatoeba_en_zh", "toy_copy", "toy_reverse"])
+def test_yaml_files_build_a_valid_config(name):
+    values = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "data" / f"{name}.yaml"))
+    values.pop("defaults")
+    cfg = DataConfig.from_mapping(values)
+    assert cfg.name == name
+
+
+def test_the_two_tatoeba_directions_are_mirror_images():
+    zh_en = OmegaConf.load(CONFIG_DIR / "data" / "tatoeba_zh_en.yaml")
+    en_zh = OmegaConf.load(CONFIG_DIR / "data" / "tatoeba_en_zh.yaml")
+    assert (zh_en.src_lang, zh_en.src_column) == (en_zh.tgt_lang, en_zh.tgt_column) == ("zh", 1)
+    assert (zh_en.tgt_lang, zh_en.tgt_column) == (en_zh.src_lang, en_zh.src_column) == ("en", 0)
+    assert zh_en.licence == "CC-BY 2.0 France; Tatoeba (tatoeba.org), via manythings.org/anki"
+    assert zh_en.url == en_zh.url == "https://www.manythings.org/anki/cmn-eng.zip"

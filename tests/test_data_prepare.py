@@ -1,0 +1,105 @@
+"""prepare(): the whole pipeline on a small synthetic corpus served from a mirror folder."""
+
+from __future__ import annotations
+
+import random
+import zipfile
+
+import pytest
+import sentencepiece as spm
+
+from seq2seq.data.config import DataConfig
+from seq2seq.data.fetch import MIRROR_ENV
+from seq2seq.data.prepare import prepare
+
+LEXICON = {"I": "我", "you": "你", "see": "看", "like": "喜欢", "cats": "猫", "dogs": "狗",
+           "tea": "茶", "Tom": "汤姆", "big": "大", "red": "红", "eat": "吃", "rice": "米饭"}  # fmt: skip
+
+
+def synthetic_corpus(count: int, seed: int) -> list[str]:
+    """Lines `English<TAB>Chinese<TAB>attribution`; every tenth pair is long (20+ words)."""
+    rng = random.Random(seed)
+    lines = []
+    for index in range(count):
+        length = rng.randint(20, 24) if index % 10 == 0 else rng.randint(2, 6)
+        words = rng.choices(list(LEXICON), k=length)
+        lines.append(f"{' '.join(words)}.\t{''.join(LEXICON[w] for w in words)}。\tCC-BY #{index}")
+    return lines
+
+
+@pytest.fixture
+def mirror(tmp_path):
+    folder = tmp_path / "mirror"
+    folder.mkdir()
+    with zipfile.ZipFile(folder / "toy-eng.zip", "w") as archive:
+        archive.writestr("toy.txt", "\n".join(synthetic_corpus(400, seed=0)) + "\n")
+    return folder
+
+
+def config(tmp_path, **overrides) -> DataConfig:
+    settings = {
+        "name": "synthetic", "url": "https://example.org/anki/toy-eng.zip", "member": "toy.txt",
+        "root": str(tmp_path / "data"), "valid_size": 20, "test_size": 20,
+        "src_vocab_size": 30, "tgt_vocab_size": 30, "max_len": 15, "max_tokens": 200,
+    }  # fmt: skip
+    return DataConfig(**{**settings, **overrides})
+
+
+@pytest.fixture
+def trainings(monkeypatch):
+    calls = []
+    original = spm.SentencePieceTrainer.train
+    monkeypatch.setattr(
+        spm.SentencePieceTrainer, "train", lambda **kw: calls.append(1) or original(**kw)
+    )
+    return calls
+
+
+def test_prepare_end_to_end_and_cached(tmp_path, mirror, monkeypatch, trainings):
+    monkeypatch.setenv(MIRROR_ENV, str(mirror))
+    cfg = config(tmp_path)
+    data = prepare(cfg)
+    folder = tmp_path / "data" / "prepared" / "synthetic"
+    assert data.folder == folder
+    summary = data.summary
+    assert summary["lines_read"] == 400 and summary["malformed_skipped"] == 0
+    assert (summary["valid_size"], summary["test_size"]) == (20, 20)
+    assert summary["src_vocab_size"] == summary["tgt_vocab_size"] == 30
+    kept = 400 - summary["duplicates_removed"] - 40
+    assert summary["train_size"] + summary["dropped_by_max_len"] == kept
+    assert summary["dropped_by_max_len"] >= 30  # the long pairs, one in ten
+    assert all(len(s) <= 15 and len(t) <= 15 for s, t in data.train.examples)
+    assert (folder / "valid.zh").read_text(encoding="utf-8").splitlines() == data.valid.src_lines
+    assert (folder / "valid.en").read_text(encoding="utf-8").splitlines() == data.valid.tgt_lines
+    assert data.tgt_tokenizer.decode(data.valid[0][1]) == data.valid.tgt_lines[0]
+    assert len(trainings) == 2
+
+    encoded = sorted(folder.glob("encoded_*.npz"))
+    mtimes = [path.stat().st_mtime_ns for path in encoded]
+    again = prepare(cfg)
+    assert len(trainings) == 2  # subword models reused
+    assert [path.stat().st_mtime_ns for path in sorted(folder.glob("encoded_*.npz"))] == mtimes
+    assert again.train.examples == data.train.examples
+    assert again.valid.tgt_lines == data.valid.tgt_lines
+    assert again.summary == summary
+
+
+def test_changed_vocabulary_retrains_only_that_side(tmp_path, mirror, monkeypatch, trainings):
+    monkeypatch.setenv(MIRROR_ENV, str(mirror))
+    prepare(config(tmp_path))
+    data = prepare(config(tmp_path, tgt_vocab_size=32))
+    assert len(trainings) == 3
+    assert data.tgt_tokenizer.vocab_size == 32
+
+
+def test_joint_vocabulary_is_one_model(tmp_path, mirror, monkeypatch):
+    monkeypatch.setenv(MIRROR_ENV, str(mirror))
+    data = prepare(config(tmp_path, joint_vocab=True, src_vocab_size=50))
+    assert data.src_tokenizer is data.tgt_tokenizer
+    assert data.src_tokenizer.lang == "zh-en" and data.src_tokenizer.vocab_size == 50
+
+
+def test_prepare_accepts_a_plain_mapping(tmp_path, mirror, monkeypatch):
+    monkeypatch.setenv(MIRROR_ENV, str(mirror))
+    values = vars(config(tmp_path))
+    assert prepare(values).summary["valid_size"] == 20

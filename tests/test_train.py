@@ -1,0 +1,125 @@
+"""The training app: resume equivalence, refusals, config errors, end-to-end runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from helpers import TINY_TOY, compose_config
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ConfigKeyError, ValidationError
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from seq2seq.train import run_training
+from seq2seq.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+
+
+def _train(tmp_path, name: str, overrides: list[str]) -> tuple[dict, list[float]]:
+    """Run the app in `tmp_path/name`; return results and the per-step training losses."""
+    cfg = compose_config(TINY_TOY + [f"data.root={tmp_path / 'data'}"] + overrides)
+    losses: list[float] = []
+    from seq2seq.training import trainer as trainer_module
+
+    original = trainer_module.Trainer.fit
+
+    def recording_fit(self):
+        progress = original(self)
+        losses.extend(self.train_losses)
+        return progress
+
+    trainer_module.Trainer.fit = recording_fit
+    try:
+        results = run_training(cfg, tmp_path / name, outputs_root=tmp_path)
+    finally:
+        trainer_module.Trainer.fit = original
+    return results, losses
+
+
+def test_resumed_run_gives_the_same_losses_step_by_step(tmp_path):
+    common = ["trainer.valid_every=6", "trainer.test_search.beam_size=1"]
+    _, straight = _train(tmp_path, "straight", common + ["trainer.max_steps=12"])
+    _, first_half = _train(tmp_path, "halves", common + ["trainer.max_steps=6"])
+    _, second_half = _train(
+        tmp_path,
+        "resume",
+        common + ["trainer.max_steps=12", f"trainer.resume={tmp_path / 'halves'}"],
+    )
+    assert len(straight) == 12
+    assert first_half + second_half == pytest.approx(straight, rel=1e-5, abs=1e-6)
+    # The resumed run continued in the original run folder.
+    assert load_checkpoint(tmp_path / "halves" / "checkpoints" / "last.pt")["progress"]["step"] == 12
+
+
+def test_mismatched_checkpoint_is_refused_with_what_differs(tmp_path):
+    _train(tmp_path, "small", ["trainer.max_steps=2", "trainer.valid_every=2"])
+    with pytest.raises(CheckpointError, match=r"encoder\.hidden_size: checkpoint 16, config 24"):
+        _train(
+            tmp_path,
+            "bigger",
+            [
+                "trainer.max_steps=4",
+                "encoder.hidden_size=24",
+                f"trainer.resume={tmp_path / 'small' / 'checkpoints' / 'last.pt'}",
+            ],
+        )
+
+
+def test_corrupt_checkpoint_gives_one_clear_error(tmp_path):
+    path = tmp_path / "broken.pt"
+    path.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError, match="broken.pt"):
+        load_checkpoint(path)
+    with pytest.raises(CheckpointError, match="not found"):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+@pytest.mark.parametrize(
+    ("override", "error", "key"),
+    [
+        ("trainer.max_stepz=3", ConfigCompositionException, "max_stepz"),
+        ("encoder.cell=grux", ConfigCompositionException, "cell"),
+        ("trainer.max_steps=many", ConfigCompositionException, "max_steps"),
+        ("attention.region=everywhere", ConfigCompositionException, "region"),
+    ],
+)
+def test_wrong_config_key_or_value_fails_with_its_name(override, error, key):
+    with pytest.raises((error, ConfigKeyError, ValidationError)) as failure:
+        compose_config(TINY_TOY + [override])
+    assert key in str(failure.value) + str(failure.value.__cause__)
+
+
+def test_interrupted_checkpoint_write_leaves_the_previous_one_intact(tmp_path, monkeypatch):
+    path = tmp_path / "last.pt"
+    payload = {"format": 1, "model": {"w": torch.ones(3)}, "config": {}, "tokenizers": {}, "progress": {}}
+    save_checkpoint(path, payload)
+
+    def crash_midway(obj, handle, *args, **kwargs):
+        handle.write(b"partial bytes")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", crash_midway)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(path, {**payload, "model": {"w": torch.zeros(3)}})
+    monkeypatch.undo()
+    assert torch.equal(load_checkpoint(path)["model"]["w"], torch.ones(3))
+
+
+def test_toy_run_writes_a_complete_run_folder(tmp_path):
+    results, _ = _train(tmp_path, "run", ["trainer.max_steps=8", "trainer.valid_every=4"])
+    run = tmp_path / "run"
+    on_disk = json.loads((run / "results.json").read_text())
+    assert on_disk["test"]["bleu"] == pytest.approx(results["test"]["bleu"])
+    assert {"bleu", "chrf", "bleu_signature"} <= set(on_disk["test"])
+    payload = load_checkpoint(run / "checkpoints" / "best.pt")
+    assert payload["tokenizers"]["tgt"]["model"]
+    events = EventAccumulator(str(run / "tensorboard"), size_guidance={"tensors": 0})
+    events.Reload()
+    scalars = set(events.Tags()["scalars"])
+    expected = {"train/loss", "train/ppl", "train/lr", "train/grad_norm", "train/tokens_per_sec"}
+    expected |= {"valid/loss", "valid/ppl", "valid/bleu", "valid/chrf"}
+    assert expected <= scalars
+    assert [e.step for e in events.Scalars("valid/bleu")] == [4, 8]
+    assert any(tag.startswith("valid/samples") for tag in events.Tags()["tensors"])
+    plugins = events.PluginTagToContent("hparams")
+    assert "_hparams_/experiment" in plugins and "_hparams_/session_start_info" in plugins
