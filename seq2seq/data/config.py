@@ -36,6 +36,7 @@ class DataConfig:
     # cleaning
     traditional_to_simplified: bool = False  # OpenCC t2s on the Chinese side only
     max_malformed_share: float = 0.5  # more malformed lines than this: wrong file, stop
+    max_pairs: int | None = None  # keep only the first N clean pairs (quick trials, tests)
     # split
     seed: int = 1234
     valid_size: int = 1000
@@ -103,6 +104,10 @@ class DataConfig:
             )
         _check_positive("valid_size", self.valid_size)
         _check_positive("test_size", self.test_size)
+        if self.max_pairs is not None and self.max_pairs <= self.valid_size + self.test_size:
+            raise ValueError(
+                f"data.max_pairs ({self.max_pairs}) must exceed data.valid_size + data.test_size"
+            )
         _check_choice("model_type", self.model_type, MODEL_TYPES)
         for key in ("src_vocab_size", "tgt_vocab_size"):
             if getattr(self, key) <= 4:

@@ -71,6 +71,8 @@ def _prepare_parallel(cfg: DataConfig) -> PreparedData:
         max_malformed_share=cfg.max_malformed_share,
         **_converters(cfg),
     )
+    if cfg.max_pairs is not None:
+        pairs = pairs[: cfg.max_pairs]
     split = split_pairs(pairs, valid_size=cfg.valid_size, test_size=cfg.test_size, seed=cfg.seed)
     write_split(split, folder, cfg.src_lang, cfg.tgt_lang)
     src_tokenizer, tgt_tokenizer = _subword_tokenizers(cfg, split.train, folder)

@@ -120,9 +120,7 @@ def _batch_attention(model, examples, device) -> list[torch.Tensor] | None:
     if attention is None:
         return None
     summary = attention_summary(attention).cpu()  # (batch, tgt_len, src_len)
-    return [
-        summary[row, : len(tgt) + 1, : len(src) + 1] for row, (src, tgt) in enumerate(examples)
-    ]
+    return [summary[row, : len(tgt) + 1, : len(src) + 1] for row, (src, tgt) in enumerate(examples)]
 
 
 def toy_alignment_accuracy(

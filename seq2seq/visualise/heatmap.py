@@ -46,8 +46,10 @@ ZERO_COLOUR = "#eeeeee"  # background showing through cells of exactly zero weig
 CELL_INCHES = 0.42  # side of one matrix cell
 MAX_ANNOTATED_SIDE = 16  # print weights in the cells when T and S are at most this
 MAX_ANNOTATED_PANELS = 5  # ... and the figure has at most this many panels (drawing cost)
-MAX_UPRIGHT_LABEL = 5  # source labels wider than this (in terminal columns) are turned 90°
+MAX_UPRIGHT_LABEL = 5  # wider Latin source labels (in terminal columns) are turned 90°
 DPI = 100
+TITLE_INCHES_PER_COLUMN = 0.09  # width of the title per terminal column (CJK: 2 columns)
+MAX_TITLE_TEXT = 60  # characters of a sentence shown in a title
 
 
 @dataclass
@@ -70,18 +72,26 @@ def draw_alignment(
     target_pieces: Sequence[str],
     weights: torch.Tensor,
     title: str,
+    *,
+    layer_numbers: Sequence[int] | None = None,
 ) -> Figure:
     """Heatmap(s) of `weights` (layers, heads, tgt_len, src_len), one grid row per layer.
 
     With one head each row holds one panel; with H > 1 heads it holds H panels and their
     mean. Only the first column shows the target labels and the first row the source
-    labels, since every panel shares them.
+    labels, since every panel shares them. `layer_numbers` names the layers in the panel
+    titles (default 1, 2, ...; pass e.g. [3] when `weights` holds only the last of three).
     """
     matrices = _as_numpy(weights)  # (layers, heads, tgt_len, src_len)
     _check_shape(matrices, len(source_pieces), len(target_pieces))
+    numbers = (
+        list(layer_numbers) if layer_numbers is not None else list(range(1, len(matrices) + 1))
+    )
+    if len(numbers) != len(matrices):
+        raise ValueError(f"layer_numbers has {len(numbers)} entries for {len(matrices)} layers")
     rows = [
-        _layer_panels(layer, matrices[layer], source_pieces, target_pieces)
-        for layer in range(len(matrices))
+        _layer_panels(number, layer, source_pieces, target_pieces)
+        for number, layer in zip(numbers, matrices, strict=True)
     ]
     if len(rows) == 1 and len(rows[0]) == 1:
         rows[0][0].title = ""
@@ -118,7 +128,7 @@ def save_translation_heatmap(translator: Any, translation: Any, path: str | Path
             "no attention weights to plot: the model uses attention=none, "
             "or the translation was made with need_weights=False"
         )
-    title = f"{translation.source}  →  {translation.text}\n{run_title(translator.config)}"
+    title = translation_title(translation.source, translation.text, translator.config)
     fig = draw_alignment(translation.source_pieces, translation.target_pieces[0], attention, title)
     path = Path(path)
     fig.savefig(path, dpi=150)
@@ -155,6 +165,17 @@ def run_title(cfg: DictConfig | Mapping[str, Any], step: int | None = None) -> s
     if step is not None:
         parts.append(f"step {step}")
     return " · ".join(parts)
+
+
+def translation_title(
+    source: str, output: str, cfg: DictConfig | Mapping[str, Any], step: int | None = None
+) -> str:
+    """`我爱中国。 → I love China.` over the run's description (long texts shortened)."""
+    return f"{_shorten(source)}  →  {_shorten(output)}\n{run_title(cfg, step)}"
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= MAX_TITLE_TEXT else text[: MAX_TITLE_TEXT - 1] + "…"
 
 
 def _plain(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
@@ -200,19 +221,19 @@ def _layer_panels(
     """heads (heads, tgt_len, src_len) → one panel per head, plus the mean when heads > 1."""
     src, tgt = list(source_pieces), list(target_pieces)
     if len(heads) == 1:
-        return [AlignmentPanel(src, tgt, heads[0], f"layer {layer + 1}")]
+        return [AlignmentPanel(src, tgt, heads[0], f"layer {layer}")]
     panels = [
-        AlignmentPanel(src, tgt, matrix, f"layer {layer + 1} · head {head + 1}")
+        AlignmentPanel(src, tgt, matrix, f"layer {layer} · head {head + 1}")
         for head, matrix in enumerate(heads)
     ]
-    mean_title = f"layer {layer + 1} · mean of {len(heads)} heads"
+    mean_title = f"layer {layer} · mean of {len(heads)} heads"
     return panels + [AlignmentPanel(src, tgt, heads.mean(axis=0), mean_title)]
 
 
 def _draw_grid(rows: list[list[AlignmentPanel]], title: str, shared_labels: bool) -> Figure:
     """A figure with one axes per panel, a shared colour bar and the title."""
     with matplotlib.rc_context({"font.family": list(cjk_font_family())}):
-        fig = _new_figure(rows)
+        fig = _new_figure(rows, title, shared_labels)
         axes = fig.subplots(len(rows), max(len(row) for row in rows), squeeze=False)
         image = None
         annotate = sum(len(row) for row in rows) <= MAX_ANNOTATED_PANELS
@@ -228,14 +249,17 @@ def _draw_grid(rows: list[list[AlignmentPanel]], title: str, shared_labels: bool
     return fig
 
 
-def _new_figure(rows: list[list[AlignmentPanel]]) -> Figure:
-    """Size the figure so that every cell is CELL_INCHES square, whatever the matrix size."""
+def _new_figure(rows: list[list[AlignmentPanel]], title: str, shared_labels: bool) -> Figure:
+    """Size the figure so that every cell is CELL_INCHES square, whatever the matrix size,
+    and the title fits."""
     widest = max(sum(panel.weights.shape[1] for panel in row) for row in rows)
     tallest = max(panel.weights.shape[0] for row in rows for panel in row)
     panels_across = max(len(row) for row in rows)
-    width = CELL_INCHES * widest + 1.3 * panels_across + 1.5  # + labels and colour bar
+    label_margin = 0.4 if shared_labels else 1.2  # inches beside each panel
+    width = CELL_INCHES * widest + label_margin * panels_across + 2.5  # + labels, colour bar
+    title_width = TITLE_INCHES_PER_COLUMN * max(display_width(line) for line in title.split("\n"))
     height = len(rows) * (CELL_INCHES * tallest + 1.4) + 0.8  # + labels, titles, suptitle
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(max(width, title_width), height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
@@ -261,16 +285,24 @@ def _draw_panel(
 
 def _label_axes(ax: Axes, panel: AlignmentPanel, show_x: bool, show_y: bool) -> None:
     """Source pieces along the top, target pieces down the left."""
-    sources = [display_piece(piece) for piece in panel.source_pieces]
+    sources = [_column_label(display_piece(piece)) for piece in panel.source_pieces]
     targets = [display_piece(piece) for piece in panel.target_pieces]
     ax.xaxis.tick_top()
     ax.set_xticks(range(len(sources)), sources if show_x else [])
     ax.set_yticks(range(len(targets)), targets if show_y else [])
     ax.tick_params(length=0, labelsize=10)
-    if show_x and max(display_width(label) for label in sources) > MAX_UPRIGHT_LABEL:
-        ax.tick_params(axis="x", labelrotation=90)
+    for label in ax.get_xticklabels():
+        if max(display_width(line) for line in label.get_text().split("\n")) > MAX_UPRIGHT_LABEL:
+            label.set_rotation(90)
     for spine in ax.spines.values():
         spine.set_visible(False)
+
+
+def _column_label(label: str) -> str:
+    """Chinese is written top to bottom, one character a line, so it stays upright and narrow."""
+    if any(display_width(ch) == 2 for ch in label):
+        return "\n".join(label)
+    return label
 
 
 def _print_weights(ax: Axes, weights: np.ndarray) -> None:

@@ -31,7 +31,7 @@ from seq2seq.visualise.alignment import (
     teacher_forced_attention,
     toy_links,
 )
-from seq2seq.visualise.heatmap import draw_alignment, figure_to_rgb, run_title
+from seq2seq.visualise.heatmap import draw_alignment, figure_to_rgb, translation_title
 from seq2seq.visualise.probes import encode_probe, probes_for
 
 log = logging.getLogger(__name__)
@@ -93,11 +93,14 @@ class AlignmentHook:
         for sentence, (hypothesis, *_) in zip(self.shown, nbest, strict=True):
             if hypothesis.attention is None:
                 return
-            title = f"{sentence.text}  →  {tokenizer.decode(hypothesis.tokens)}\n"
-            title += run_title(trainer.cfg, step)
+            output = tokenizer.decode(hypothesis.tokens)
+            title = translation_title(sentence.text, output, trainer.cfg, step)
             target_pieces = [tokenizer.id_to_piece(i) for i in hypothesis.tokens] + [EOS_PIECE]
+            layers = hypothesis.attention.size(0)
             last_layer = hypothesis.attention[-1:]  # (1, heads, tgt_len, src_len)
-            figure = draw_alignment(sentence.source_pieces, target_pieces, last_layer, title)
+            figure = draw_alignment(
+                sentence.source_pieces, target_pieces, last_layer, title, layer_numbers=[layers]
+            )
             trainer.logger.image(sentence.tag, figure_to_rgb(figure), step)
 
 

@@ -1,0 +1,111 @@
+"""Screenshot a run's TensorBoard page with headless Chromium (not run in CI).
+
+    python scripts/tensorboard_screenshot.py outputs/default/2026-11-29_14-00-00 --out tb.png
+
+Starts `tensorboard --logdir RUN --host 127.0.0.1` on a free loopback port (nothing is
+served beyond this machine), waits until it answers, lets headless Chromium render the
+page (`#images` by default) into a PNG, stops TensorBoard and prints the PNG's path.
+Needs Chromium (Debian: `apt-get install chromium`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_tensorboard(logdir: Path, port: int) -> subprocess.Popen:
+    command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir)]
+    command += ["--port", str(port), "--host", "127.0.0.1"]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def wait_until_serving(url: str, server: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"tensorboard exited with code {server.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except (urllib.error.URLError, ConnectionError):
+            time.sleep(0.5)
+    raise TimeoutError(f"tensorboard did not answer at {url} within {timeout:.0f} s")
+
+
+def screenshot(chromium: str, url: str, out: Path, size: str, budget_ms: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        command = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
+        command += [f"--window-size={size}", f"--virtual-time-budget={budget_ms}"]
+        command += [f"--screenshot={out.resolve()}", url]
+        subprocess.run(command, check=True, timeout=120, capture_output=True)
+    if not out.is_file():
+        raise RuntimeError(f"chromium wrote no screenshot to {out}")
+
+
+def stop(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("run", type=Path, help="a run folder (or any TensorBoard logdir)")
+    parser.add_argument("--out", type=Path, default=Path("tensorboard.png"))
+    parser.add_argument("--page", default="images", help="dashboard after '#' (images, scalars)")
+    parser.add_argument("--port", type=int, default=0, help="0 = any free port")
+    parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    parser.add_argument("--window-size", default="1600,1400")
+    parser.add_argument("--virtual-time-budget", type=int, default=15000, help="milliseconds")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not Path(args.chromium).is_file():
+        raise SystemExit(f"no Chromium at {args.chromium}: apt-get install chromium")
+    if not args.run.is_dir():
+        raise SystemExit(f"{args.run} is not a folder")
+    port = args.port or free_port()
+    server = start_tensorboard(args.run, port)
+    try:
+        wait_until_serving(f"http://127.0.0.1:{port}/", server, timeout=60)
+        url = f"http://127.0.0.1:{port}/#{args.page}"
+        screenshot(args.chromium, url, args.out, args.window_size, args.virtual_time_budget)
+    finally:
+        stop(server)
+    print(args.out.resolve())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""The alignment hook writes one image tag per sentence and the accuracy to TensorBoard."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from types import SimpleNamespace
+
+import pytest
+import torch
+from helpers import TINY_TOY, compose_config
+from tensorboard.backend.event_processing.event_accumulator import IMAGES, EventAccumulator
+
+from seq2seq.build import build_model, plain
+from seq2seq.data.batching import collate
+from seq2seq.data.prepare import prepare
+from seq2seq.special_tokens import EOS_PIECE
+from seq2seq.training.logger import RunLogger
+from seq2seq.visualise.hooks import ACCURACY_TAG, TOY_SHOWN, alignment_hooks, image_tag
+from seq2seq.visualise.probes import probes_for
+
+SPECIALS = ["<pad>", "<unk>", "<s>", EOS_PIECE]
+
+
+def _fake_trainer(cfg, data, run_dir):
+    torch.manual_seed(0)
+    model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
+    logger = RunLogger(run_dir)
+    return SimpleNamespace(
+        model=model, device=torch.device("cpu"), logger=logger, data=data, cfg=cfg
+    )
+
+
+def _events(run_dir) -> EventAccumulator:
+    events = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={IMAGES: 0})
+    events.Reload()
+    return events
+
+
+def _reverse_accuracy_by_hand(model, examples) -> float:
+    """Share of target symbols whose head-mean last-layer argmax is the mirrored source."""
+    hits = total = 0
+    model.eval()
+    with torch.no_grad():
+        for src, tgt in examples:
+            batch = collate([(src, tgt)], [0])
+            _, attention = model(batch.src, batch.src_mask, batch.tgt_in, need_weights=True)
+            best = attention[0, -1].mean(dim=0).argmax(dim=-1)  # (tgt_len + 1,)
+            n = len(src)
+            hits += sum(int(best[j]) == n - 1 - j for j in range(n))
+            total += n
+    return hits / total
+
+
+def test_toy_hook_logs_an_image_per_sentence_and_the_accuracy(tmp_path):
+    cfg = compose_config(TINY_TOY)
+    data = prepare(plain(cfg.data))
+    trainer = _fake_trainer(cfg, data, tmp_path)
+    (hook,) = alignment_hooks(cfg, data)
+    rng_before = torch.get_rng_state()
+    hook(trainer, 1)
+    hook(trainer, 2)
+    assert torch.equal(torch.get_rng_state(), rng_before)  # resuming stays exact
+    trainer.logger.close()
+
+    events = _events(tmp_path)
+    lines = data.valid.src_lines[:TOY_SHOWN]
+    expected_tags = [image_tag(i, line) for i, line in enumerate(lines)]
+    assert sorted(events.Tags()["images"]) == expected_tags
+    for tag in expected_tags:
+        assert [image.step for image in events.Images(tag)] == [1, 2]
+        assert events.Images(tag)[0].encoded_image_string[:4] == b"\x89PNG"
+    accuracy = events.Scalars(ACCURACY_TAG)
+    assert [point.step for point in accuracy] == [1, 2]
+    by_hand = _reverse_accuracy_by_hand(trainer.model, data.valid.examples)
+    assert accuracy[0].value == pytest.approx(by_hand, abs=1e-6)
+
+
+def test_no_hook_without_attention():
+    cfg = compose_config(TINY_TOY + ["attention=none"])
+    assert alignment_hooks(cfg, data=None) == []
+
+
+class _WordTokenizer:
+    """Pieces: single CJK characters, ▁-prefixed words, punctuation; a fixed vocabulary."""
+
+    kind = "test"
+
+    def __init__(self, texts: list[str], lang: str):
+        self.lang = lang
+        pieces = sorted({piece for text in texts for piece in self.pieces(text)})
+        self.vocabulary = SPECIALS + pieces
+        self.ids = {piece: index for index, piece in enumerate(self.vocabulary)}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocabulary)
+
+    def pieces(self, text: str) -> list[str]:
+        text = unicodedata.normalize("NFKC", text)  # as sentencepiece does
+        return [
+            ("▁" if match.start() == 0 or text[match.start() - 1] == " " else "") + match.group()
+            for match in re.finditer(r"[A-Za-z]+|[^\sA-Za-z]", text)
+        ]
+
+    def encode(self, text: str) -> list[int]:
+        return [self.ids[piece] for piece in self.pieces(text)]
+
+    def id_to_piece(self, index: int) -> str:
+        return self.vocabulary[int(index)]
+
+    def decode(self, ids) -> str:
+        return "".join(self.id_to_piece(i) for i in ids).replace("▁", " ").strip()
+
+
+def test_probe_hook_logs_every_probe_under_its_chinese_tag(tmp_path):
+    probes = probes_for("zh", "en")
+    src_tokenizer = _WordTokenizer([probe.source for probe in probes], "zh")
+    tgt_tokenizer = _WordTokenizer([probe.reference for probe in probes], "en")
+    data = SimpleNamespace(src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer)
+    overrides = ["data=tatoeba_zh_en", "logging.probe_file=null"]
+    cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
+    trainer = _fake_trainer(cfg, data, tmp_path)
+    (hook,) = alignment_hooks(cfg, data)
+    hook(trainer, 5)
+    trainer.logger.close()
+
+    events = _events(tmp_path)
+    expected = [image_tag(i, probe.source) for i, probe in enumerate(probes)]
+    assert expected[0] == "alignment/00_我爱中国"
+    assert sorted(events.Tags()["images"]) == expected
+    (accuracy,) = events.Scalars(ACCURACY_TAG)
+    assert accuracy.step == 5 and 0.0 <= accuracy.value <= 1.0
+
+
+def test_image_tags_keep_letters_of_any_script_and_drop_the_rest():
+    assert image_tag(3, "我爱中国。") == "alignment/03_我爱中国"
+    assert image_tag(12, "Do you like cats?") == "alignment/12_Do_you_like"
+    assert image_tag(0, "c a d") == "alignment/00_c_a_d"

@@ -1,0 +1,51 @@
+"""Attention learns the toy alignments: trained end to end, read back from TensorBoard.
+
+A GRU encoder-decoder with additive attention, trained with `run_training` on the toy
+copy / reverse tasks, must end with `valid/alignment_accuracy` >= 0.9 (the diagonal for
+copy, the anti-diagonal for reverse), having started far below it: the alignment is
+learned, not an artefact of the measurement. About 10 s (reverse) and 25 s (copy) on
+one CPU core. Copy takes longer: its translations are already perfect at about half the
+steps, while the attention is still off by one position (the bidirectional encoder state
+next to a symbol also holds it), and it sharpens onto the diagonal only later.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import TINY_TOY, compose_config
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from seq2seq.train import run_training
+from seq2seq.visualise.hooks import ACCURACY_TAG
+
+FAST_TOY = [
+    "data.toy_train_size=2000",
+    "data.toy_valid_size=64",
+    "optim.lr=3e-3",
+    "schedule.warmup_steps=100",
+    "trainer.log_every=100",
+    "trainer.test_search.beam_size=1",
+]
+
+
+def _alignment_accuracies(tmp_path, task: str, steps: int, valid_every: int) -> list[float]:
+    overrides = [f"data=toy_{task}", f"data.root={tmp_path / 'data'}"]
+    overrides += [f"trainer.max_steps={steps}", f"trainer.valid_every={valid_every}"]
+    cfg = compose_config(TINY_TOY + FAST_TOY + overrides)
+    run_training(cfg, tmp_path / "run", outputs_root=tmp_path)
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    return [point.value for point in events.Scalars(ACCURACY_TAG)]
+
+
+def test_reverse_attention_learns_the_anti_diagonal(tmp_path):
+    accuracies = _alignment_accuracies(tmp_path, "reverse", steps=800, valid_every=200)
+    assert accuracies[0] < 0.6
+    assert accuracies[-1] >= 0.9
+
+
+@pytest.mark.slow
+def test_copy_attention_learns_the_diagonal(tmp_path):
+    accuracies = _alignment_accuracies(tmp_path, "copy", steps=1800, valid_every=300)
+    assert accuracies[0] < 0.6
+    assert accuracies[-1] >= 0.9
