@@ -14,6 +14,7 @@ so every panel has the same rows. `--tensorboard DIR` also logs the image there.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -77,9 +78,11 @@ def differing_settings(descriptions: list[dict[str, str]]) -> list[str]:
 
 
 def panel_titles(runs: list[Path], descriptions: list[dict[str, str]]) -> list[str]:
+    """The differing settings of each run, or its folder when no setting differs."""
     keys = differing_settings(descriptions)
     if not keys:
-        return [run.name for run in runs]
+        common = Path(os.path.commonpath(runs)) if len(runs) > 1 else runs[0].parent
+        return [str(run.relative_to(common)) for run in runs]
     return [" · ".join(f"{key}={d.get(key, '-')}" for key in keys) for d in descriptions]
 
 

@@ -5,12 +5,15 @@
 Starts `tensorboard --logdir RUN --host 127.0.0.1` on a free loopback port (nothing is
 served beyond this machine), waits until it answers, lets headless Chromium render the
 page (`#images` by default) into a PNG, stops TensorBoard and prints the PNG's path.
-Needs Chromium (Debian: `apt-get install chromium`).
+Chromium gets the bundled Noto CJK font through a private fontconfig file, so the Chinese
+tag names are legible even where the system has no CJK font. Needs Chromium (Debian:
+`apt-get install chromium`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import socket
 import subprocess
@@ -20,6 +23,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from seq2seq.visualise.fonts import cjk_font_path
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -58,12 +63,29 @@ def wait_until_serving(url: str, server: subprocess.Popen, timeout: float) -> No
     raise TimeoutError(f"tensorboard did not answer at {url} within {timeout:.0f} s")
 
 
+def fontconfig_with_cjk(folder: Path) -> Path:
+    """A fontconfig file: the system's fonts plus the bundled Noto CJK, so that Chromium
+    also draws the Chinese image tags of TensorBoard's own page on a machine without CJK
+    system fonts."""
+    config = folder / "fonts.conf"
+    config.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig>\n'
+        '  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>\n'
+        f"  <dir>{cjk_font_path().parent}</dir>\n"
+        f"  <cachedir>{folder / 'fontconfig-cache'}</cachedir>\n</fontconfig>\n",
+        encoding="utf-8",
+    )
+    return config
+
+
 def screenshot(chromium: str, url: str, out: Path, size: str, budget_ms: int) -> None:
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        command = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
+        fonts = fontconfig_with_cjk(Path(profile))
+        command = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}/user-data"]
         command += [f"--window-size={size}", f"--virtual-time-budget={budget_ms}"]
         command += [f"--screenshot={out.resolve()}", url]
-        subprocess.run(command, check=True, timeout=120, capture_output=True)
+        environment = {**os.environ, "FONTCONFIG_FILE": str(fonts)}
+        subprocess.run(command, check=True, timeout=120, capture_output=True, env=environment)
     if not out.is_file():
         raise RuntimeError(f"chromium wrote no screenshot to {out}")
 

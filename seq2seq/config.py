@@ -89,6 +89,7 @@ class TransformerEncoderConfig:
     heads: int = 4
     ff_size: int = 1024
     dropout: float = 0.1
+    attention_dropout: float = 0.0  # > 0 keeps CPU attention off torch's flash kernel
     positional: Positional = Positional.sinusoidal
     max_positions: int = 1024
 
@@ -125,6 +126,7 @@ class TransformerDecoderConfig:
     heads: int = 4
     ff_size: int = 1024
     dropout: float = 0.1
+    attention_dropout: float = 0.0  # > 0 keeps CPU attention off torch's flash kernel
     positional: Positional = Positional.sinusoidal
     max_positions: int = 1024
 
@@ -223,8 +225,7 @@ class TrainerConfig:
     threads: int = 0  # torch intra-op threads; 0 = torch's default
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     resume: str | None = None  # checkpoint file, run folder, or "last"
-    keep_last: bool = True
-    average_last: int = 0  # average the last N checkpoints for the test evaluation (0 = off)
+    average_last: int = 0  # average the weights of the last N validations; kept if valid BLEU rises
     valid_max_sentences: int | None = None
     test_search: SearchConfig = field(default_factory=SearchConfig)
 

@@ -123,6 +123,7 @@ def evaluate_best(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
     best = trainer.run_dir / "checkpoints" / "best.pt"
     if best.is_file():
         trainer.model.load_state_dict(load_checkpoint(best, trainer.device)["model"])
+    averaged = try_averaged(trainer)
     search = SearchSettings(**plain(cfg.trainer.test_search))
     test = trainer.data.test
     hypotheses = trainer.translate([src for src, _ in test.examples], search)
@@ -138,8 +139,28 @@ def evaluate_best(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
         "train_minutes": progress.train_seconds / 60.0,
         "parameters": count_parameters(trainer.model),
         "search": plain(cfg.trainer.test_search),
+        "averaged": averaged,
         "run_dir": str(trainer.run_dir),
     }
+
+
+def try_averaged(trainer: Trainer) -> dict[str, float] | None:
+    """Average the last validations' weights; keep the average (saved as `averaged.pt`) only
+    if its valid BLEU beats the best checkpoint's. Returns the averaged valid metrics."""
+    averaged = trainer.averaged_weights()
+    if averaged is None:
+        return None
+    best_weights = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    trainer.model.load_state_dict(averaged)
+    metrics = trainer.validate()
+    trainer.logger.scalars({"valid/bleu_averaged": metrics["bleu"]}, trainer.progress.step)
+    if metrics["bleu"] > trainer.progress.best_bleu:
+        trainer.save("averaged")
+        log.info("averaged weights: valid BLEU %.2f, used for the test", metrics["bleu"])
+    else:
+        trainer.model.load_state_dict(best_weights)
+        log.info("averaged weights: valid BLEU %.2f, not better; testing best.pt", metrics["bleu"])
+    return {"valid_bleu": metrics["bleu"], "used": metrics["bleu"] > trainer.progress.best_bleu}
 
 
 def finish(trainer: Trainer, cfg: DictConfig, results: dict[str, Any]) -> None:

@@ -94,10 +94,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.show_attention and translation.source:
             print(show_attention(translation), file=sys.stderr)
     if args.plot is not None and translations:
-        from seq2seq.visualise.heatmap import save_translation_heatmap
+        return plot_first(translator, translations[0], args.plot)
+    return 0
 
-        save_translation_heatmap(translator, translations[0], args.plot)
-        print(f"alignment saved to {args.plot}", file=sys.stderr)
+
+def plot_first(translator: Translator, translation: Translation, path: Path) -> int:
+    from seq2seq.visualise.heatmap import save_translation_heatmap
+
+    try:
+        save_translation_heatmap(translator, translation, path)
+    except ValueError as error:  # attention=none has no weights to draw
+        print(f"seq2seq-translate: --plot: {error}", file=sys.stderr)
+        return 2
+    print(f"alignment saved to {path}", file=sys.stderr)
     return 0
 
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 
 import pytest
+from helpers import compose_config
 from hydra.utils import instantiate
-from omegaconf import OmegaConf
 
+from seq2seq.build import plain
 from seq2seq.models.attention import Attention, NoAttention
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "attention"
 ATTENTION_PRESETS = [
     "dot",
     "scaled_dot",
@@ -35,9 +34,9 @@ EXPECTED = {
 
 
 def build(preset: str, *overrides: str):
-    config = OmegaConf.merge(
-        OmegaConf.load(CONFIG_DIR / f"{preset}.yaml"), OmegaConf.from_dotlist(list(overrides))
-    )
+    """Compose the preset as seq2seq-train does (schema checked), then build it."""
+    cfg = compose_config([f"attention={preset}", *(f"attention.{o}" for o in overrides)])
+    config = plain(cfg.attention)
     return config, instantiate(config, query_dim=8, key_dim=8, value_dim=8)
 
 

@@ -487,8 +487,8 @@ def test_transformer_matches_torch_pre_ln_decoder_layer():
     copy_multihead(reference.self_attn, layer.self_attention)
     copy_multihead(reference.multihead_attn, layer.cross_attention)
     for theirs, ours in [
-        (reference.linear1, layer.feed_forward.layers[0]),
-        (reference.linear2, layer.feed_forward.layers[3]),
+        (reference.linear1, layer.feed_forward.expand),
+        (reference.linear2, layer.feed_forward.contract),
         (reference.norm1, layer.self_norm),
         (reference.norm2, layer.cross_norm),
         (reference.norm3, layer.ff_norm),

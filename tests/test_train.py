@@ -123,3 +123,19 @@ def test_toy_run_writes_a_complete_run_folder(tmp_path):
     assert any(tag.startswith("valid/samples") for tag in events.Tags()["tensors"])
     plugins = events.PluginTagToContent("hparams")
     assert "_hparams_/experiment" in plugins and "_hparams_/session_start_info" in plugins
+
+
+def test_averaged_weights_are_the_mean_of_the_validation_snapshots(tmp_path):
+    results, _ = _train(
+        tmp_path, "avg", ["trainer.max_steps=6", "trainer.valid_every=2", "trainer.average_last=2"]
+    )
+    assert results["averaged"] is not None and "valid_bleu" in results["averaged"]
+    from seq2seq.training.trainer import Trainer
+
+    class Stub:
+        snapshots = [{"w": torch.tensor([1.0, 3.0]), "n": torch.tensor(7)},
+                     {"w": torch.tensor([3.0, 5.0]), "n": torch.tensor(9)}]  # fmt: skip
+
+    averaged = Trainer.averaged_weights(Stub())
+    assert torch.equal(averaged["w"], torch.tensor([2.0, 4.0]))
+    assert averaged["n"].item() == 9  # integer buffers are taken from the newest snapshot

@@ -11,6 +11,7 @@ import contextlib
 import logging
 import math
 import time
+from collections import deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ class Progress:
     best_bleu: float = -1.0
     best_step: int = 0
     bad_validations: int = 0
+    validated_step: int = 0  # step of the latest validation
     train_seconds: float = 0.0
     stopped_early: bool = False
 
@@ -77,6 +79,8 @@ class Trainer:
             seed=self.tcfg.seed,
         )
         self.train_losses: list[float] = []  # smoothed loss per update, for tests and logs
+        # Weights at the last `average_last` validations, for checkpoint averaging.
+        self.snapshots: deque[dict[str, torch.Tensor]] = deque(maxlen=max(1, self.tcfg.average_last))
 
     # ------------------------------------------------------------------ set-up
 
@@ -118,6 +122,8 @@ class Trainer:
             log.warning("interrupted: saved %s", self.run_dir / "checkpoints" / "last.pt")
             raise
         display.close()
+        if self.progress.step > self.progress.validated_step:  # stopped by time or epochs
+            self.validate_and_checkpoint()
         self.save("last")
         return self.progress
 
@@ -191,6 +197,9 @@ class Trainer:
     def validate_and_checkpoint(self) -> dict[str, float]:
         metrics = self.validate()
         step = self.progress.step
+        self.progress.validated_step = step
+        if self.tcfg.average_last > 1:
+            self.snapshots.append(_copy_weights(self.model))
         self.logger.scalars({f"valid/{k}": v for k, v in metrics.items()}, step)
         self.schedule.on_validation(metrics["bleu"])
         if metrics["bleu"] > self.progress.best_bleu:
@@ -241,6 +250,17 @@ class Trainer:
         loss = nll_total.item() / max(tokens, 1)
         return loss, math.exp(min(loss, 50.0))
 
+    def averaged_weights(self) -> dict[str, torch.Tensor] | None:
+        """The mean of the kept validation snapshots (Vaswani et al. 2017 §6.1 average
+        checkpoints too); None with fewer than two."""
+        if len(self.snapshots) < 2:
+            return None
+        return {
+            name: torch.stack([snap[name].float() for snap in self.snapshots]).mean(0).to(tensor.dtype)
+            if tensor.is_floating_point() else tensor
+            for name, tensor in self.snapshots[-1].items()
+        }  # fmt: skip
+
     def translate(self, sources: list, settings: SearchSettings | None = None) -> list[str]:
         """Detokenised best translations of encoded sources (greedy by default)."""
         settings = settings or SearchSettings(beam_size=1, batch_size=256)
@@ -274,6 +294,10 @@ class Trainer:
         self.schedule.load_state_dict(payload["schedule"])
         self.progress = Progress(**payload["progress"])
         restore_rng_states(payload["rng"])
+
+
+def _copy_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()}
 
 
 def tokenizer_payload(data: Any) -> dict[str, Any]:

@@ -15,6 +15,8 @@ How to read one:
 * sentencepiece's word-boundary mark ▁ is shown as "␣" (open box, U+2423) at the start
   of a piece: `▁love` → `␣love`. A visible space mark cannot be mistaken for text (the
   middle dot "·" can: Chinese writes it between the parts of foreign names).
+  Chinese source pieces are written top to bottom (每/天/早/上), so they stay upright in
+  a narrow column; long Latin source pieces are turned 90°.
 
 Figures are built with `matplotlib.figure.Figure` and the Agg canvas, never pyplot, so
 nothing here touches a global backend or opens a window.

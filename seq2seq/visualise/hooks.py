@@ -21,9 +21,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from matplotlib.figure import Figure
 from omegaconf import DictConfig
 
 from seq2seq.decoding import SearchSettings, translate_ids
+from seq2seq.search import Hypothesis
 from seq2seq.special_tokens import EOS_PIECE
 from seq2seq.visualise.alignment import (
     Link,
@@ -89,19 +91,25 @@ class AlignmentHook:
         nbest = translate_ids(
             trainer.model, sources, SearchSettings(beam_size=1), trainer.device, need_weights=True
         )
-        tokenizer = trainer.data.tgt_tokenizer
         for sentence, (hypothesis, *_) in zip(self.shown, nbest, strict=True):
             if hypothesis.attention is None:
                 return
-            output = tokenizer.decode(hypothesis.tokens)
-            title = translation_title(sentence.text, output, trainer.cfg, step)
-            target_pieces = [tokenizer.id_to_piece(i) for i in hypothesis.tokens] + [EOS_PIECE]
-            layers = hypothesis.attention.size(0)
-            last_layer = hypothesis.attention[-1:]  # (1, heads, tgt_len, src_len)
-            figure = draw_alignment(
-                sentence.source_pieces, target_pieces, last_layer, title, layer_numbers=[layers]
-            )
+            figure = self.draw(sentence, hypothesis, trainer, step)
             trainer.logger.image(sentence.tag, figure_to_rgb(figure), step)
+
+    @staticmethod
+    def draw(sentence: ShownSentence, hypothesis: Hypothesis, trainer: Any, step: int) -> Figure:
+        """The last attention layer (every head and their mean) of one greedy translation."""
+        tokenizer = trainer.data.tgt_tokenizer
+        title = translation_title(
+            sentence.text, tokenizer.decode(hypothesis.tokens), trainer.cfg, step
+        )
+        target_pieces = [tokenizer.id_to_piece(i) for i in hypothesis.tokens] + [EOS_PIECE]
+        layers = hypothesis.attention.size(0)
+        last_layer = hypothesis.attention[-1:]  # (1, heads, tgt_len, src_len)
+        return draw_alignment(
+            sentence.source_pieces, target_pieces, last_layer, title, layer_numbers=[layers]
+        )
 
 
 def alignment_hooks(cfg: DictConfig, data: Any) -> list[AlignmentHook]:

@@ -35,27 +35,12 @@ from seq2seq.models.decoders.common import (
     stack_layers,
     target_positions,
 )
+from seq2seq.models.feed_forward import FeedForward
 from seq2seq.models.positional import LearnedPositions, SinusoidalPositions
 
 POSITIONAL = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
 
 KeyValue = tuple[torch.Tensor, torch.Tensor]  # projected (keys, values), each (B, heads, len, *)
-
-
-class FeedForward(nn.Module):
-    """Position-wise feed-forward network: W₂ Dropout(ReLU(W₁ x + b₁)) + b₂ (Vaswani et al. eq. 2)."""
-
-    def __init__(self, hidden_size: int, ff_size: int, dropout: float) -> None:
-        super().__init__()
-        self.layers = nn.Sequential(
-            nn.Linear(hidden_size, ff_size),
-            nn.ReLU(),
-            nn.Dropout(dropout),
-            nn.Linear(ff_size, hidden_size),
-        )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layers(x)  # (batch, T, hidden)
 
 
 class TransformerDecoderLayer(nn.Module):
@@ -69,6 +54,7 @@ class TransformerDecoderLayer(nn.Module):
         ff_size: int,
         dropout: float,
         cross_attention: nn.Module,
+        attention_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.self_norm = nn.LayerNorm(hidden_size)
@@ -79,7 +65,7 @@ class TransformerDecoderLayer(nn.Module):
             score="scaled_dot",
             region="soft",
             heads=heads,
-            dropout=dropout,
+            dropout=attention_dropout,
         )
         self.cross_norm = nn.LayerNorm(hidden_size)
         self.cross_attention = cross_attention
@@ -140,6 +126,7 @@ class TransformerDecoder(Decoder):
         heads: int = 4,
         ff_size: int = 1024,
         dropout: float = 0.1,
+        attention_dropout: float = 0.0,
         positional: str = "sinusoidal",
         max_positions: int = 1024,
     ) -> None:
@@ -161,6 +148,7 @@ class TransformerDecoder(Decoder):
                 heads=heads,
                 ff_size=ff_size,
                 dropout=dropout,
+                attention_dropout=attention_dropout,
                 cross_attention=attention(
                     query_dim=hidden_size, key_dim=hidden_size, value_dim=hidden_size
                 ),

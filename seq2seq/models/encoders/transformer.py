@@ -13,7 +13,7 @@ from torch import nn
 from seq2seq.models.attention import Attention
 from seq2seq.models.base import Encoder, EncoderOutput
 from seq2seq.models.encoders.inputs import check_encoder_inputs
-from seq2seq.models.encoders.layers import FeedForward
+from seq2seq.models.feed_forward import FeedForward
 from seq2seq.models.positional import LearnedPositions, SinusoidalPositions
 
 POSITIONAL_ENCODINGS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
@@ -26,7 +26,9 @@ class PreNormEncoderLayer(nn.Module):
     x = x + dropout(FFN(LN(x)))
     """
 
-    def __init__(self, hidden_size: int, heads: int, ff_size: int, dropout: float) -> None:
+    def __init__(
+        self, hidden_size: int, heads: int, ff_size: int, dropout: float, attention_dropout: float = 0.0
+    ) -> None:
         super().__init__()
         self.attention_norm = nn.LayerNorm(hidden_size)
         self.self_attention = Attention(
@@ -36,7 +38,7 @@ class PreNormEncoderLayer(nn.Module):
             score="scaled_dot",
             region="soft",
             heads=heads,
-            dropout=dropout,
+            dropout=attention_dropout,
         )
         self.feed_forward_norm = nn.LayerNorm(hidden_size)
         self.feed_forward = FeedForward(hidden_size, ff_size, dropout)
@@ -72,6 +74,7 @@ class TransformerEncoder(Encoder):
         heads: int = 4,
         ff_size: int = 1024,
         dropout: float = 0.1,
+        attention_dropout: float = 0.0,
         positional: str = "sinusoidal",
         max_positions: int = 1024,
     ) -> None:
@@ -90,7 +93,8 @@ class TransformerEncoder(Encoder):
         self.positions = POSITIONAL_ENCODINGS[positional](hidden_size, max_positions)
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            PreNormEncoderLayer(hidden_size, heads, ff_size, dropout) for _ in range(num_layers)
+            PreNormEncoderLayer(hidden_size, heads, ff_size, dropout, attention_dropout)
+            for _ in range(num_layers)
         )
         self.final_norm = nn.LayerNorm(hidden_size)
         self.output_dim = hidden_size

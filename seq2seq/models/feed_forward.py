@@ -1,4 +1,4 @@
-"""Pieces of a Transformer block that are not attention."""
+"""The position-wise feed-forward block shared by Transformer encoder and decoder layers."""
 
 from __future__ import annotations
 

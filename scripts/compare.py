@@ -1,0 +1,257 @@
+"""Summarise sweeps of training runs: one table row per run, plus the alignments side by side.
+
+    python scripts/compare.py multirun/compare_full/DATE/attention multirun/compare_full/DATE/encoders
+    python scripts/compare.py SWEEP_DIR [SWEEP_DIR ...] --out-dir . --no-image
+
+`make compare` runs the sweeps (Hydra multirun) and then this script. Each SWEEP_DIR is a
+folder of run folders (`.hydra/config.yaml`, `results.json`, `tensorboard/`); every run
+below it gives one row of `comparison.csv` and of `COMPARISON.md`:
+
+    sweep, model (the settings that differ within the sweep), parameters, steps,
+    training minutes, tokens/s (median of `train/tokens_per_sec`), best valid BLEU,
+    test BLEU and chrF (the best checkpoint, `results.json`), alignment accuracy (last
+    `valid/alignment_accuracy`), run folder.
+
+A run without `results.json` (still running, or crashed) keeps its row with `—` for the
+numbers it lacks. The image of each sweep is drawn by `scripts/compare_alignments.py`: the
+last attention layer of every run's best checkpoint on the first probe sentence
+(我爱中国。 for zh→en), greedy, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shlex
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import compare_alignments  # scripts/compare_alignments.py, beside this script
+from omegaconf import OmegaConf
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from seq2seq.visualise.heatmap import describe_run
+
+MISSING = "—"
+TOKENS_TAG, ALIGNMENT_TAG = "train/tokens_per_sec", "valid/alignment_accuracy"
+ONLY_SCALARS = {"scalars": 0, "images": 1, "tensors": 1, "histograms": 1, "audio": 1}
+COLUMNS = (  # (csv name, markdown header)
+    ("sweep", "sweep"),
+    ("model", "model"),
+    ("parameters", "parameters"),
+    ("steps", "steps"),
+    ("train_minutes", "train min"),
+    ("tokens_per_sec", "tgt tok/s"),
+    ("valid_bleu", "valid BLEU"),
+    ("test_bleu", "test BLEU"),
+    ("test_chrf", "test chrF"),
+    ("alignment_accuracy", "align. acc."),
+    ("run_dir", "run folder"),
+)
+
+
+@dataclass
+class Scalars:
+    """The scalar events of one run: wall time of its first event, and per tag the
+    `(wall_time, step, value)` triples in order."""
+
+    first_wall_time: float | None = None
+    series: dict[str, list[tuple[float, int, float]]] = field(default_factory=dict)
+
+    def values(self, tag: str) -> list[float]:
+        return [value for _, _, value in self.series.get(tag, [])]
+
+
+def read_scalars(run_dir: Path) -> Scalars:
+    """Every scalar of `<run_dir>/tensorboard` (all event files in it, resumed runs too)."""
+    folder = run_dir / "tensorboard"
+    if not folder.is_dir():
+        return Scalars()
+    events = EventAccumulator(str(folder), size_guidance=ONLY_SCALARS)
+    events.Reload()
+    series = {
+        tag: [(event.wall_time, event.step, event.value) for event in events.Scalars(tag)]
+        for tag in events.Tags()["scalars"]
+    }
+    try:
+        first = events.FirstEventTimestamp()
+    except ValueError:  # an event file with no event yet
+        first = None
+    return Scalars(first, series)
+
+
+# ---------------------------------------------------------------- runs and rows
+
+
+def find_runs(sweep_dir: Path) -> list[Path]:
+    """Run folders (holding `.hydra/config.yaml`) at or below `sweep_dir`, in job order."""
+    if not sweep_dir.is_dir():
+        raise FileNotFoundError(f"{sweep_dir} is not a folder")
+    runs = [path.parent.parent for path in sweep_dir.glob("**/.hydra/config.yaml")]
+    if not runs:
+        raise FileNotFoundError(f"no run folder (.hydra/config.yaml) below {sweep_dir}")
+    return sorted(runs, key=_job_order)
+
+
+def _job_order(run: Path) -> tuple[int, str]:
+    """Hydra names sweep jobs `<number>_<overrides>`: sort by the number, then the name."""
+    number = run.name.split("_", 1)[0]
+    return (int(number) if number.isdigit() else sys.maxsize, str(run))
+
+
+def summarise_run(run_dir: Path, sweep: str) -> dict[str, Any]:
+    """One row: the numbers of `results.json` and the event file; None where missing."""
+    results = _read_results(run_dir)
+    scalars = read_scalars(run_dir)
+    tokens, alignment = scalars.values(TOKENS_TAG), scalars.values(ALIGNMENT_TAG)
+    test = results.get("test", {})
+    return {
+        "sweep": sweep,
+        "parameters": results.get("parameters"),
+        "steps": results.get("steps"),
+        "train_minutes": results.get("train_minutes"),
+        "tokens_per_sec": statistics.median(tokens) if tokens else None,
+        "valid_bleu": results.get("valid_best_bleu"),
+        "test_bleu": test.get("bleu"),
+        "test_chrf": test.get("chrf"),
+        "alignment_accuracy": alignment[-1] if alignment else None,
+        "run_dir": str(run_dir),
+    }
+
+
+def _read_results(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "results.json"
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from error
+
+
+def model_labels(runs: list[Path]) -> list[str]:
+    """Each run's settings that differ within the list (all of them when none differ);
+    a setting the run does not have (the score of `attention=none`) is left out."""
+    descriptions = [describe_run(OmegaConf.load(run / ".hydra" / "config.yaml")) for run in runs]
+    keys = compare_alignments.differing_settings(descriptions) or list(descriptions[0])
+    return [" · ".join(f"{key}={d[key]}" for key in keys if key in d) for d in descriptions]
+
+
+def sweep_rows(sweep_dir: Path) -> list[dict[str, Any]]:
+    runs = find_runs(sweep_dir)
+    rows = [summarise_run(run, sweep_dir.name) for run in runs]
+    for row, label in zip(rows, model_labels(runs), strict=True):
+        row["model"] = label
+    return rows
+
+
+# ---------------------------------------------------------------- output
+
+
+def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    """Raw numbers, an empty cell where a value is missing."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([name for name, _ in COLUMNS])
+        for row in rows:
+            writer.writerow(["" if row[name] is None else row[name] for name, _ in COLUMNS])
+
+
+def format_cell(name: str, value: Any) -> str:
+    """A value as the markdown table shows it; `—` when missing."""
+    if value is None:
+        return MISSING
+    if name in ("parameters", "steps"):
+        return f"{int(value):,}"
+    if name == "tokens_per_sec":
+        return f"{value:,.0f}"
+    if name == "train_minutes":
+        return f"{value:.1f}"
+    if name == "alignment_accuracy":
+        return f"{value:.3f}"
+    if name in ("valid_bleu", "test_bleu", "test_chrf"):
+        return f"{value:.2f}"
+    return str(value).replace("|", "\\|")
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header for _, header in COLUMNS) + " |"]
+    lines.append("|" + "---|" * len(COLUMNS))
+    for row in rows:
+        lines.append("| " + " | ".join(format_cell(name, row[name]) for name, _ in COLUMNS) + " |")
+    return lines
+
+
+def write_markdown(
+    sweeps: dict[str, list[dict[str, Any]]], images: dict[str, Path], path: Path, command: str
+) -> None:
+    """COMPARISON.md: how it was made, then per sweep its table and its alignment image."""
+    lines = [
+        "# Comparison",
+        "",
+        f"Written by `{command}`. Every run of a sweep has the same data, seed and step "
+        "budget, and a parameter count within ±10% of the others (the `compare_<family>` "
+        "presets in `configs/experiment/`). tgt tok/s: median of `train/tokens_per_sec`; "
+        "valid BLEU: the best validation; test BLEU / chrF: the best checkpoint on the test "
+        "split (`results.json`); align. acc.: the last `valid/alignment_accuracy` (share of "
+        "probe words whose strongest attention falls on the linked source word).",
+    ]
+    for sweep, rows in sweeps.items():
+        lines += ["", f"## {sweep}", "", *markdown_table(rows)]
+        if sweep in images:
+            relative = images[sweep].relative_to(path.parent)
+            lines += ["", f"![alignments of the {sweep} sweep]({relative.as_posix()})"]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def alignment_image(sweep_dir: Path, out: Path, device: str) -> Path | None:
+    """The side-by-side alignment of the first probe (scripts/compare_alignments.py);
+    None when the sweep has no checkpoint or no run with attention weights."""
+    try:
+        checkpoints = compare_alignments.find_checkpoints([sweep_dir])
+    except FileNotFoundError as error:
+        print(f"{sweep_dir}: no alignment image ({error})", file=sys.stderr)
+        return None
+    sentence, panels = compare_alignments.collect_panels(checkpoints, device, None, None)
+    if not panels:
+        return None
+    title = f"{sentence}  (greedy; last layer, mean of heads)"
+    figure = compare_alignments.draw_comparison(panels, title)
+    figure.savefig(out, dpi=120)
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("sweeps", nargs="+", type=Path, help="sweep folders (Hydra multirun)")
+    parser.add_argument("--out-dir", type=Path, default=Path("."), help="where to write")
+    parser.add_argument("--no-image", action="store_true", help="skip the alignment images")
+    parser.add_argument("--device", default="cpu", help="device for the alignment images")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    sweeps = {sweep.name: sweep_rows(sweep) for sweep in args.sweeps}
+    if len(sweeps) != len(args.sweeps):
+        raise SystemExit("two sweep folders have the same name; give folders with distinct names")
+    images = {}
+    for sweep in [] if args.no_image else args.sweeps:
+        image = alignment_image(sweep, args.out_dir / f"comparison_{sweep.name}.png", args.device)
+        if image is not None:
+            images[sweep.name] = image
+    all_rows = [row for rows in sweeps.values() for row in rows]
+    write_csv(all_rows, args.out_dir / "comparison.csv")
+    command = "python scripts/compare.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    write_markdown(sweeps, images, args.out_dir / "COMPARISON.md", command)
+    print(args.out_dir / "COMPARISON.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

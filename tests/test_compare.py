@@ -1,0 +1,163 @@
+"""`scripts/compare.py` turns sweep run folders into table rows, and the compare presets
+keep every family within ±10% of the reference model's parameter count."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import compose_config
+from omegaconf import OmegaConf
+from torch.utils.tensorboard import SummaryWriter
+
+from seq2seq.build import build_model, count_parameters
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+COMPARE_ATTENTIONS = ["none", "dot", "scaled_dot", "general", "additive", "cosine", "local", "hard", "multihead"]  # fmt: skip
+COMPARE_FAMILIES = ["rnn", "lstm", "gru", "cnn", "transformer"]
+VOCAB = 4000  # the Tatoeba presets' sentencepiece vocabulary, both sides
+
+
+def load_script(name: str):
+    """Import scripts/<name>.py; the scripts import each other from their own folder."""
+    if name in sys.modules:
+        return sys.modules[name]
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up by name
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    return module
+
+
+def fake_run(run_dir: Path, attention: str, results: dict | None, scalars: dict) -> None:
+    """A run folder as `seq2seq-train` leaves it: config, results, one event file."""
+    (run_dir / ".hydra").mkdir(parents=True)
+    cfg = compose_config(["+experiment=compare_gru", f"attention={attention}"])
+    OmegaConf.save(cfg, run_dir / ".hydra" / "config.yaml")
+    if results is not None:
+        (run_dir / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    writer = SummaryWriter(str(run_dir / "tensorboard"))
+    for tag, values in scalars.items():
+        for step, value in enumerate(values, 1):
+            writer.add_scalar(tag, value, step)
+    writer.close()
+
+
+def results(parameters: int, bleu: float) -> dict:
+    return {
+        "test": {"bleu": bleu, "chrf": 40.5, "bleu_signature": "x", "chrf_signature": "y"},
+        "valid_best_bleu": bleu + 1.0,
+        "steps": 60,
+        "train_minutes": 1.3,
+        "parameters": parameters,
+    }
+
+
+@pytest.fixture
+def sweep(tmp_path) -> Path:
+    """Two finished runs (one without alignment accuracy) and one that crashed."""
+    folder = tmp_path / "attention"
+    tokens = {"train/tokens_per_sec": [100.0, 300.0, 200.0]}
+    fake_run(
+        folder / "0_attention=dot",
+        "dot",
+        results(3_892_384, 12.0),
+        {**tokens, "valid/alignment_accuracy": [0.25, 0.5]},
+    )
+    fake_run(folder / "1_attention=additive", "additive", results(4_023_968, 14.5), tokens)
+    fake_run(folder / "10_attention=hard", "hard", None, {})  # crashed: no results.json
+    return folder
+
+
+def test_summary_rows_come_from_results_and_event_files(sweep, tmp_path):
+    compare = load_script("compare")
+    out = tmp_path / "out"
+    assert compare.main([str(sweep), "--out-dir", str(out), "--no-image"]) == 0
+    with (out / "comparison.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["model"] for row in rows] == [  # the settings that differ within the sweep
+        "score=dot · region=soft",
+        "score=additive · region=soft",
+        "score=additive · region=hard",
+    ]
+    first, second, crashed = rows
+    assert first["sweep"] == "attention"
+    assert first["parameters"] == "3892384" and first["steps"] == "60"
+    assert float(first["tokens_per_sec"]) == 200.0  # median of 100, 300, 200
+    assert float(first["alignment_accuracy"]) == 0.5  # the last value
+    assert float(first["valid_bleu"]) == 13.0 and float(first["test_bleu"]) == 12.0
+    assert second["alignment_accuracy"] == ""  # never logged
+    assert crashed["test_bleu"] == "" and crashed["tokens_per_sec"] == ""
+    assert crashed["run_dir"].endswith("10_attention=hard")  # job 10 sorts after job 1
+
+
+def test_markdown_table_shows_dashes_for_missing_values(sweep, tmp_path):
+    compare = load_script("compare")
+    compare.main([str(sweep), "--out-dir", str(tmp_path), "--no-image"])
+    text = (tmp_path / "COMPARISON.md").read_text(encoding="utf-8")
+    rows = [cells(line) for line in text.splitlines() if line.startswith("| attention |")]
+    assert rows[0][:10] == [
+        "attention", "score=dot · region=soft", "3,892,384", "60", "1.3", "200",
+        "13.00", "12.00", "40.50", "0.500",
+    ]  # fmt: skip
+    assert rows[1].count("—") == 1  # only the alignment accuracy is missing
+    assert rows[2].count("—") == 8  # the crashed run has nothing but its name and folder
+
+
+def cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def test_a_folder_without_runs_is_refused(tmp_path):
+    compare = load_script("compare")
+    with pytest.raises(FileNotFoundError, match="no run folder"):
+        compare.main([str(tmp_path), "--no-image"])
+
+
+def parameters(overrides: list[str]) -> int:
+    return count_parameters(build_model(compose_config(overrides), VOCAB, VOCAB))
+
+
+def test_every_compared_model_is_within_ten_percent_of_the_reference():
+    reference = parameters(["+experiment=compare_gru", "attention=additive"])
+    counts = {
+        f"gru+{attention}": parameters(["+experiment=compare_gru", f"attention={attention}"])
+        for attention in COMPARE_ATTENTIONS
+    }
+    counts |= {
+        f"{family}+additive": parameters([f"+experiment=compare_{family}"])
+        for family in COMPARE_FAMILIES
+    }
+    outside = {name: count for name, count in counts.items() if abs(count / reference - 1) > 0.10}
+    assert not outside, f"outside ±10% of {reference:,}: {outside}"
+
+
+def test_time_to_quality_takes_the_best_valid_bleu_within_each_budget(tmp_path):
+    """`scripts/bench.py` reads the same event files: valid/bleu wall times, relative to
+    the file's first event, give the best BLEU reached after 5, 10 and 20 minutes."""
+    bench = load_script("bench")
+    writer = SummaryWriter(str(tmp_path / "tensorboard"))  # first event: now
+    start = time.time()
+    for minutes, step, bleu in [
+        (2, 500, 9.0),
+        (4.5, 1000, 14.0),
+        (7, 1500, 13.5),
+        (11, 2000, 16.0),
+    ]:
+        writer.add_scalar("valid/bleu", bleu, step, walltime=start + 60 * minutes)
+    writer.close()
+    table = [cells(line) for line in bench.quality_section(tmp_path) if line.startswith("| ")]
+    assert table[1:] == [
+        ["5", "14.00", "1000"],  # 9.0 and 14.0 are within 5 minutes
+        ["10", "14.00", "1000"],  # 13.5 at 7 min is worse than 14.0
+        ["20", "—", "—"],  # the run ended at 11 min: it never trained for 20
+    ]
