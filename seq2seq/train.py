@@ -26,6 +26,8 @@ from omegaconf import DictConfig, OmegaConf
 from seq2seq.build import ConfigError, build_model, count_parameters, plain
 from seq2seq.config import register_configs
 from seq2seq.data.config import DataConfig
+from seq2seq.data.corpus import CorpusError
+from seq2seq.data.fetch import FetchError
 from seq2seq.data.prepare import prepare
 from seq2seq.decoding import SearchSettings
 from seq2seq.metrics import corpus_scores
@@ -34,6 +36,8 @@ from seq2seq.training.logger import RunLogger
 from seq2seq.training.trainer import Trainer, tokenizer_payload
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
+# Errors that describe bad input (a config value, a file, a checkpoint), reported in one line.
+USER_ERRORS = (ConfigError, CheckpointError, FetchError, CorpusError)
 log = logging.getLogger(__name__)
 
 
@@ -70,6 +74,13 @@ def resolve_resume(resume: str | None, run_dir: Path, outputs_root: Path) -> Pat
     return path / "checkpoints" / "last.pt" if path.is_dir() else path
 
 
+def data_config(cfg: DictConfig) -> DataConfig:
+    try:
+        return DataConfig(**plain(cfg.data))
+    except ValueError as error:
+        raise ConfigError(str(error)) from error
+
+
 def check_compatible(payload: dict, cfg: DictConfig, data: Any, path: Path) -> None:
     """Refuse a checkpoint whose architecture or vocabulary differs from the config."""
     current = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
@@ -89,7 +100,7 @@ def run_training(cfg: DictConfig, run_dir: Path, outputs_root: Path | None = Non
     if cfg.trainer.threads > 0:
         torch.set_num_threads(cfg.trainer.threads)
     seed_everything(cfg.trainer.seed)
-    data = prepare(DataConfig(**plain(cfg.data)))
+    data = prepare(data_config(cfg))
     model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
     model.to(device)
     resume_path = resolve_resume(cfg.trainer.resume, run_dir, outputs_root or run_dir.parent)
@@ -199,7 +210,11 @@ def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     outputs_root = Path(hydra_cfg.runtime.cwd) / "outputs"
-    run_training(cfg, run_dir, outputs_root)
+    try:
+        run_training(cfg, run_dir, outputs_root)
+    except USER_ERRORS as error:  # one clear line, not a traceback
+        log.error("%s", error)
+        raise SystemExit(2) from error
 
 
 if __name__ == "__main__":

@@ -124,3 +124,11 @@ def test_symbol_tokenizer():
         tokenizer.id_to_piece(9)
     restored = tokenizer_from_bytes(tokenizer.kind, tokenizer.to_bytes(), "toy")
     assert restored.vocab_size == 9 and restored.encode("e d") == [8, 7]
+
+
+def test_too_small_a_vocabulary_names_the_key_and_the_size_needed(tmp_path):
+    texts = [chr(0x4E00 + i) * 3 for i in range(300)]  # 300 distinct characters
+    with pytest.raises(ValueError, match=r"data.src_vocab_size=50 is too small .* need \d+ pieces"):
+        SubwordTokenizer.train(
+            texts, lang="zh", vocab_size=50, folder=tmp_path, vocab_key="data.src_vocab_size"
+        )

@@ -92,3 +92,14 @@ def test_without_attention_long_sequences_are_clearly_worse(tmp_path):
     attended, plain_score = exact_match(with_attention, data), exact_match(without, data_none)
     assert attended >= 0.5
     assert plain_score <= attended - 0.4
+
+
+def test_beam_search_never_scores_below_greedy_on_a_trained_model(gru_additive):
+    trainer, data = gru_additive
+    sources = [src for src, _ in data.test.examples[:200]]
+    greedy = translate_ids(trainer.model, sources, SearchSettings(beam_size=1), trainer.device)
+    beam = translate_ids(
+        trainer.model, sources, SearchSettings(beam_size=5, length_penalty=0.0), trainer.device
+    )
+    for greedy_nbest, beam_nbest in zip(greedy, beam):
+        assert beam_nbest[0].score >= greedy_nbest[0].score - 1e-5

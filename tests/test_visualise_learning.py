@@ -11,7 +11,6 @@ next to a symbol also holds it), and it sharpens onto the diagonal only later.
 
 from __future__ import annotations
 
-import pytest
 from helpers import TINY_TOY, compose_config
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -44,7 +43,6 @@ def test_reverse_attention_learns_the_anti_diagonal(tmp_path):
     assert accuracies[-1] >= 0.9
 
 
-@pytest.mark.slow
 def test_copy_attention_learns_the_diagonal(tmp_path):
     accuracies = _alignment_accuracies(tmp_path, "copy", steps=1800, valid_every=300)
     assert accuracies[0] < 0.6

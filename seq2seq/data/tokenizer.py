@@ -178,6 +178,12 @@ def _train_model(texts: Sequence[str], settings: dict, lang: str, vocab_key: str
 
 
 def _vocab_error(error: RuntimeError, vocab_size: object, lang: str, vocab_key: str) -> Exception:
+    required = re.search(r"smaller than required_chars\. (\d+) vs (\d+)", str(error))
+    if required is not None:
+        return ValueError(
+            f"{vocab_key}={vocab_size} is too small for the '{lang}' training text: its "
+            f"characters alone need {required.group(2)} pieces; set {vocab_key} above that"
+        )
     limit = re.search(r"value <= (\d+)", str(error))
     if limit is None:
         return error
