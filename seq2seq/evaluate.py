@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +21,7 @@ from seq2seq.data.config import DataConfig
 from seq2seq.data.prepare import prepare
 from seq2seq.inference import Translator
 from seq2seq.metrics import corpus_scores
-from seq2seq.training.checkpoint import CheckpointError
-from seq2seq.translate import search_arguments, settings_from
+from seq2seq.translate import load_translator, search_arguments, settings_from
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,11 +55,8 @@ def read_pair(args: argparse.Namespace, translator: Translator) -> tuple[list[st
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
-    try:
-        translator = Translator.load(args.checkpoint, args.device)
-    except CheckpointError as error:
-        print(f"seq2seq-evaluate: {error}", file=sys.stderr)
+    translator = load_translator(args, "seq2seq-evaluate")
+    if translator is None:
         return 2
     sources, references = read_pair(args, translator)
     translations = translator.translate(sources, settings_from(args))

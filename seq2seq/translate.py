@@ -30,6 +30,16 @@ def search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
 
 
+def load_translator(args: argparse.Namespace, program: str) -> Translator | None:
+    """Set up logging and load the checkpoint; None (after one error line) if it fails."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    try:
+        return Translator.load(args.checkpoint, args.device)
+    except CheckpointError as error:
+        print(f"{program}: {error}", file=sys.stderr)
+        return None
+
+
 def settings_from(args: argparse.Namespace, n_best: int = 1) -> SearchSettings:
     return SearchSettings(
         beam_size=args.beam_size,
@@ -79,11 +89,8 @@ def show_attention(translation: Translation) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
-    try:
-        translator = Translator.load(args.checkpoint, args.device)
-    except CheckpointError as error:
-        print(f"seq2seq-translate: {error}", file=sys.stderr)
+    translator = load_translator(args, "seq2seq-translate")
+    if translator is None:
         return 2
     need_weights = args.show_attention or args.plot is not None
     translations = translator.translate(

@@ -27,10 +27,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seq2seq.models.base import Decoder, DecoderState
+from seq2seq.models.base import DecoderState
 from seq2seq.models.decoders.common import (
+    CachedDecoder,
     check_memory,
-    check_target,
     stack_layers,
     target_positions,
 )
@@ -81,7 +81,7 @@ class CNNDecoderLayer(nn.Module):
         return (attended + x) * SQRT_HALF, weights, new_past
 
 
-class CNNDecoder(Decoder):
+class CNNDecoder(CachedDecoder):
     """A stack of causal convolution layers with attention; `output_dim == hidden_size`.
 
     `init_hidden` is ignored. The state holds `position` (the next target position), per
@@ -138,21 +138,6 @@ class CNNDecoder(Decoder):
             "conv_past": [past] * len(self.layers),  # per layer (B, k-1, hidden)
             "position": 0,
         }
-
-    def forward(
-        self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Teacher forcing: `(B, T, embed_dim)` -> `(B, T, hidden)`, attn `(B, layers, H, T, S)`."""
-        check_target(tgt_embedded, self.embed_dim, single_step=False)
-        hidden, attn, _ = self._run(tgt_embedded, state, need_weights)
-        return hidden, attn
-
-    def step(
-        self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor | None, DecoderState]:
-        """One position: `(B, 1, embed_dim)` -> `(B, 1, hidden)`, `(B, layers, H, 1, S)`, state."""
-        check_target(tgt_embedded, self.embed_dim, single_step=True)
-        return self._run(tgt_embedded, state, need_weights)
 
     def _run(
         self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool

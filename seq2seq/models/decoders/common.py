@@ -1,8 +1,10 @@
-"""Argument checks and small tensor helpers shared by the three decoder families."""
+"""Argument checks, small tensor helpers and the cached-decoder base shared by the decoders."""
 
 from __future__ import annotations
 
 import torch
+
+from seq2seq.models.base import Decoder, DecoderState
 
 
 def check_memory(memory: torch.Tensor, src_mask: torch.Tensor, hidden_size: int) -> None:
@@ -58,3 +60,31 @@ def concat_steps(weights: list[torch.Tensor | None]) -> torch.Tensor | None:
     if not weights or any(step is None for step in weights):
         return None
     return torch.cat(weights, dim=2)  # (batch, heads, tgt_len, src_len)
+
+
+class CachedDecoder(Decoder):
+    """A decoder whose teacher-forced pass and single step are one computation, `_run`:
+    T positions after those already in the state (the Transformer's key/value cache, the
+    ConvS2S input window), returning the state advanced by T."""
+
+    embed_dim: int
+
+    def forward(
+        self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher forcing: `(B, T, embed_dim)` -> `(B, T, hidden)`, attn `(B, layers, H, T, S)`."""
+        check_target(tgt_embedded, self.embed_dim, single_step=False)
+        hidden, attn, _ = self._run(tgt_embedded, state, need_weights)
+        return hidden, attn
+
+    def step(
+        self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None, DecoderState]:
+        """One position: `(B, 1, embed_dim)` -> `(B, 1, hidden)`, `(B, layers, H, 1, S)`, state."""
+        check_target(tgt_embedded, self.embed_dim, single_step=True)
+        return self._run(tgt_embedded, state, need_weights)
+
+    def _run(
+        self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None, DecoderState]:
+        raise NotImplementedError

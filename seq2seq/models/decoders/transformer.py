@@ -28,10 +28,10 @@ import torch
 from torch import nn
 
 from seq2seq.models.attention import Attention
-from seq2seq.models.base import Decoder, DecoderState
+from seq2seq.models.base import DecoderState
 from seq2seq.models.decoders.common import (
+    CachedDecoder,
     check_memory,
-    check_target,
     stack_layers,
     target_positions,
 )
@@ -108,7 +108,7 @@ class TransformerDecoderLayer(nn.Module):
         return torch.cat([past_keys, keys], dim=2), torch.cat([past_values, values], dim=2)
 
 
-class TransformerDecoder(Decoder):
+class TransformerDecoder(CachedDecoder):
     """A stack of pre-LN Transformer decoder blocks; `output_dim == hidden_size`.
 
     `init_hidden` is ignored. The state holds `position` (the next target position), per
@@ -172,21 +172,6 @@ class TransformerDecoder(Decoder):
             "self_values": [None] * len(self.layers),
             "position": 0,
         }
-
-    def forward(
-        self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Teacher forcing: `(B, T, embed_dim)` -> `(B, T, hidden)`, attn `(B, layers, H, T, S)`."""
-        check_target(tgt_embedded, self.embed_dim, single_step=False)
-        hidden, attn, _ = self._run(tgt_embedded, state, need_weights)
-        return hidden, attn
-
-    def step(
-        self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor | None, DecoderState]:
-        """One position: `(B, 1, embed_dim)` -> `(B, 1, hidden)`, `(B, layers, H, 1, S)`, state."""
-        check_target(tgt_embedded, self.embed_dim, single_step=True)
-        return self._run(tgt_embedded, state, need_weights)
 
     def _run(
         self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool
