@@ -16,7 +16,15 @@ from seq2seq.data.batching import collate
 from seq2seq.data.prepare import prepare
 from seq2seq.special_tokens import EOS_PIECE
 from seq2seq.training.logger import RunLogger
-from seq2seq.visualise.hooks import ACCURACY_TAG, TOY_SHOWN, alignment_hooks, image_tag
+from seq2seq.visualise.hooks import (
+    ACCURACY_TAG,
+    TOY_SHOWN,
+    AlignmentHook,
+    alignment_hooks,
+    heads_tag,
+    image_tag,
+    probe_hook,
+)
 from seq2seq.visualise.probes import probes_for
 
 SPECIALS = ["<pad>", "<unk>", "<s>", EOS_PIECE]
@@ -131,6 +139,24 @@ def test_probe_hook_logs_every_probe_under_its_chinese_tag(tmp_path):
     assert sorted(events.Tags()["images"]) == expected
     (accuracy,) = events.Scalars(ACCURACY_TAG)
     assert accuracy.step == 5 and 0.0 <= accuracy.value <= 1.0
+
+
+def test_multihead_probes_get_a_head_mean_image_and_an_every_head_image(tmp_path):
+    probes = probes_for("zh", "en")[:2]
+    src_tokenizer = _WordTokenizer([probe.source for probe in probes], "zh")
+    tgt_tokenizer = _WordTokenizer([probe.reference for probe in probes], "en")
+    data = SimpleNamespace(src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer)
+    overrides = ["data=tatoeba_zh_en", "attention=multihead", "attention.heads=2"]
+    cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
+    trainer = _fake_trainer(cfg, data, tmp_path)
+    hook = AlignmentHook(probe_hook(probes, data).shown, [], [])
+    hook(trainer, 3)
+    trainer.logger.close()
+
+    tags = sorted(_events(tmp_path).Tags()["images"])
+    mean_tags = [image_tag(i, probe.source) for i, probe in enumerate(probes)]
+    assert tags == sorted(mean_tags + [heads_tag(tag) for tag in mean_tags])
+    assert heads_tag(mean_tags[0]) == "alignment_heads/00_我爱中国"
 
 
 def test_image_tags_keep_letters_of_any_script_and_drop_the_rest():

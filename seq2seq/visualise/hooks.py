@@ -4,9 +4,11 @@ After each validation the trainer calls `hook(trainer, step)`. The alignment hoo
 
 * translates its probe sentences greedily (corpus data: the probe list of
   `seq2seq.visualise.probes`; toy data: the first few valid examples), draws the last
-  attention layer of each (every head and their mean) and logs it as the image
-  `alignment/<NN>_<start of the sentence>`: one tag per sentence, so TensorBoard's step
-  slider under each image replays how that alignment formed;
+  attention layer of each and logs it as the image `alignment/<NN>_<start of the
+  sentence>`: one tag per sentence, so TensorBoard's step slider under each image replays
+  how that alignment formed. With several heads that image is the head mean, one panel
+  large enough to read in TensorBoard's image card, and `alignment_heads/<NN>_...` holds
+  every head beside their mean;
 * logs `valid/alignment_accuracy` (`seq2seq.visualise.alignment`), teacher-forced on the
   probes' references (corpus) or on the valid split (toy).
 
@@ -94,12 +96,15 @@ class AlignmentHook:
         for sentence, (hypothesis, *_) in zip(self.shown, nbest, strict=True):
             if hypothesis.attention is None:
                 return
-            figure = self.draw(sentence, hypothesis, trainer, step)
-            trainer.logger.image(sentence.tag, figure_to_rgb(figure), step)
+            for tag, figure in self.draw(sentence, hypothesis, trainer, step):
+                trainer.logger.image(tag, figure_to_rgb(figure), step)
 
     @staticmethod
-    def draw(sentence: ShownSentence, hypothesis: Hypothesis, trainer: Any, step: int) -> Figure:
-        """The last attention layer (every head and their mean) of one greedy translation."""
+    def draw(
+        sentence: ShownSentence, hypothesis: Hypothesis, trainer: Any, step: int
+    ) -> list[tuple[str, Figure]]:
+        """(tag, figure) pairs for the last attention layer of one greedy translation:
+        the layer itself with one head; the head mean, then every head, with several."""
         tokenizer = trainer.data.tgt_tokenizer
         title = translation_title(
             sentence.text, tokenizer.decode(hypothesis.tokens), trainer.cfg, step
@@ -107,9 +112,20 @@ class AlignmentHook:
         target_pieces = [tokenizer.id_to_piece(i) for i in hypothesis.tokens] + [EOS_PIECE]
         layers = hypothesis.attention.size(0)
         last_layer = hypothesis.attention[-1:]  # (1, heads, tgt_len, src_len)
-        return draw_alignment(
-            sentence.source_pieces, target_pieces, last_layer, title, layer_numbers=[layers]
-        )
+        heads = last_layer.size(1)
+
+        def draw(weights, suffix: str = "") -> Figure:
+            return draw_alignment(
+                sentence.source_pieces, target_pieces, weights, title + suffix, layer_numbers=[layers]
+            )
+
+        if heads == 1:
+            return [(sentence.tag, draw(last_layer))]
+        head_mean = last_layer.mean(dim=1, keepdim=True)  # (1, 1, tgt_len, src_len)
+        return [
+            (sentence.tag, draw(head_mean, f" · mean of {heads} heads")),
+            (heads_tag(sentence.tag), draw(last_layer)),
+        ]
 
 
 def alignment_hooks(cfg: DictConfig, data: Any) -> list[AlignmentHook]:
@@ -160,6 +176,11 @@ def toy_hook(task: str, data: Any) -> AlignmentHook:
     ]
     links = [toy_links(task, len(src)) for src, _ in examples]
     return AlignmentHook(shown, examples, links)
+
+
+def heads_tag(tag: str) -> str:
+    """`alignment/00_我爱中国` → `alignment_heads/00_我爱中国`: every head of that probe."""
+    return tag.replace("alignment/", "alignment_heads/", 1)
 
 
 def image_tag(index: int, text: str) -> str:
