@@ -226,7 +226,7 @@ class TrainerConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     resume: str | None = None  # checkpoint file, run folder, or "last"
     average_last: int = 0  # average the weights of the last N validations; kept if valid BLEU rises
-    valid_max_sentences: int | None = None
+    valid_max_sentences: int | None = None  # evenly spaced subset of the valid split
     test_search: SearchConfig = field(default_factory=SearchConfig)
 
 

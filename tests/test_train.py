@@ -139,3 +139,12 @@ def test_averaged_weights_are_the_mean_of_the_validation_snapshots(tmp_path):
     averaged = Trainer.averaged_weights(Stub())
     assert torch.equal(averaged["w"], torch.tensor([2.0, 4.0]))
     assert averaged["n"].item() == 9  # integer buffers are taken from the newest snapshot
+
+
+def test_a_valid_subset_spreads_over_the_whole_split():
+    from seq2seq.data.batching import ParallelData
+    from seq2seq.training.trainer import _evenly_spaced
+
+    split = ParallelData([([i], [i]) for i in range(10)], list("abcdefghij"), list("ABCDEFGHIJ"))
+    assert _evenly_spaced(split, 4).src_lines == ["a", "d", "g", "j"]
+    assert _evenly_spaced(split, None) is split and _evenly_spaced(split, 20) is split

@@ -79,8 +79,11 @@ class Trainer:
             seed=self.tcfg.seed,
         )
         self.train_losses: list[float] = []  # smoothed loss per update, for tests and logs
+        self.valid_split = _evenly_spaced(data.valid, self.tcfg.valid_max_sentences)
         # Weights at the last `average_last` validations, for checkpoint averaging.
-        self.snapshots: deque[dict[str, torch.Tensor]] = deque(maxlen=max(1, self.tcfg.average_last))
+        self.snapshots: deque[dict[str, torch.Tensor]] = deque(
+            maxlen=max(1, self.tcfg.average_last)
+        )
 
     # ------------------------------------------------------------------ set-up
 
@@ -224,25 +227,24 @@ class Trainer:
     @torch.inference_mode()
     def validate(self) -> dict[str, float]:
         """Teacher-forced loss and perplexity, and BLEU / chrF of greedy translations."""
-        split = self.data.valid
-        limit = self.tcfg.valid_max_sentences or len(split.examples)
-        loss, ppl = self._valid_loss(split, limit)
-        hypotheses = self.translate([src for src, _ in split.examples[:limit]])
-        references = split.tgt_lines[:limit]
-        scores = corpus_scores(hypotheses, references, self.data.tgt_tokenizer.lang)
-        rows = list(zip(split.src_lines, references, hypotheses))[: self.cfg.logging.text_samples]
-        self.logger.text("valid/samples", sample_table(rows), self.progress.step)
+        split = self.valid_split
+        loss, ppl = self._valid_loss(split)
+        hypotheses = self.translate([src for src, _ in split.examples])
+        scores = corpus_scores(hypotheses, split.tgt_lines, self.data.tgt_tokenizer.lang)
+        rows = list(zip(split.src_lines, split.tgt_lines, hypotheses))
+        self.logger.text(
+            "valid/samples", sample_table(rows[: self.cfg.logging.text_samples]), self.progress.step
+        )
         return {"loss": loss, "ppl": ppl, "bleu": scores["bleu"], "chrf": scores["chrf"]}
 
-    def _valid_loss(self, split, limit: int) -> tuple[float, float]:
+    def _valid_loss(self, split) -> tuple[float, float]:
         self.model.eval()
-        lengths_src, lengths_tgt = split.src_lengths[:limit], split.tgt_lengths[:limit]
         sampler = TokenBatchSampler(
-            lengths_src, lengths_tgt, max_tokens=self.cfg.data.max_tokens, shuffle=False, seed=0
+            split.src_lengths, split.tgt_lengths, self.cfg.data.max_tokens, shuffle=False
         )
         nll_total, tokens = torch.zeros((), device=self.device), 0
         for indices in sampler.batches(0):
-            batch = collate([split.examples[i] for i in indices], indices).to(self.device)
+            batch = split.batch(indices).to(self.device)
             with self.autocast():
                 logits, _ = self.model(batch.src, batch.src_mask, batch.tgt_in)
             nll_total += label_smoothed_nll(logits, batch.tgt_out, 0.0)[1]
@@ -296,8 +298,19 @@ class Trainer:
         restore_rng_states(payload["rng"])
 
 
+def _evenly_spaced(split: Any, limit: int | None) -> Any:
+    """`limit` pairs spread over the whole split (the corpus is ordered by length, so the
+    first `limit` would be the shortest), or the whole split."""
+    if not limit or limit >= len(split):
+        return split
+    keep = sorted({round(i * (len(split) - 1) / max(limit - 1, 1)) for i in range(limit)})
+    return split.select(keep)
+
+
 def _copy_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()}
+    return {
+        name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()
+    }
 
 
 def tokenizer_payload(data: Any) -> dict[str, Any]:

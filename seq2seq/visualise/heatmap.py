@@ -172,8 +172,11 @@ def run_title(cfg: DictConfig | Mapping[str, Any], step: int | None = None) -> s
 def translation_title(
     source: str, output: str, cfg: DictConfig | Mapping[str, Any], step: int | None = None
 ) -> str:
-    """`我爱中国。 → I love China.` over the run's description (long texts shortened)."""
-    return f"{_shorten(source)}  →  {_shorten(output)}\n{run_title(cfg, step)}"
+    """`我爱中国。 → I love China.` over the run's description on two lines (encoder and
+    decoder, then attention and step), so that the title does not widen the figure."""
+    parts = run_title(cfg, step).split(" · ")
+    description = " · ".join(parts[:2]) + "\n" + " · ".join(parts[2:])
+    return f"{_shorten(source)}  →  {_shorten(output)}\n{description}"
 
 
 def _shorten(text: str) -> str:
