@@ -148,3 +148,28 @@ def test_a_valid_subset_spreads_over_the_whole_split():
     split = ParallelData([([i], [i]) for i in range(10)], list("abcdefghij"), list("ABCDEFGHIJ"))
     assert _evenly_spaced(split, 4).src_lines == ["a", "d", "g", "j"]
     assert _evenly_spaced(split, None) is split and _evenly_spaced(split, 20) is split
+
+
+def test_scheduled_sampling_feeds_back_the_models_own_predictions(tmp_path):
+    from seq2seq.build import build_model, plain
+    from seq2seq.data.prepare import prepare
+    from seq2seq.training.logger import RunLogger
+    from seq2seq.training.trainer import Trainer
+
+    cfg = compose_config(TINY_TOY + [f"data.root={tmp_path}", "trainer.scheduled_sampling=1.0",
+                                     "trainer.max_steps=10"])  # fmt: skip
+    data = prepare(plain(cfg.data))
+    model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
+    trainer = Trainer(cfg, model, data, tmp_path, torch.device("cpu"), RunLogger(tmp_path, False))
+    batch = data.train.batch(list(range(8)))
+    trainer.progress.step = 0  # p = 0 at the start: gold inputs
+    assert torch.equal(trainer._scheduled_sampling(batch), batch.tgt_in)
+    trainer.progress.step = 10  # p = 1 at the end: every real input after BOS is a prediction
+    model.eval()  # no dropout, so the prediction pass is reproducible here
+    mixed = trainer._scheduled_sampling(batch)
+    with torch.no_grad():
+        predicted = model(batch.src, batch.src_mask, batch.tgt_in)[0].argmax(-1)[:, :-1]
+    real = batch.tgt_in[:, 1:] != 0
+    assert torch.equal(mixed[:, 0], batch.tgt_in[:, 0])
+    assert torch.equal(mixed[:, 1:][real], predicted[real])
+    assert torch.equal(mixed[:, 1:][~real], batch.tgt_in[:, 1:][~real])
