@@ -6,9 +6,9 @@ Both classes share one call API: `project_memory(keys, values)` once per sentenc
 need_weights=...) -> (context, weights)`; `forward` does both.
 """
 
-from seq2seq.models.attention.attention import Attention
+from seq2seq.models.attention.attention import Attention, self_attention
 from seq2seq.models.attention.none import NoAttention
 from seq2seq.models.attention.regions import LOCAL_MODES, REGION_NAMES
 from seq2seq.models.attention.scores import SCORE_NAMES
 
-__all__ = ["Attention", "NoAttention", "SCORE_NAMES", "REGION_NAMES", "LOCAL_MODES"]
+__all__ = ["Attention", "NoAttention", "self_attention", "SCORE_NAMES", "REGION_NAMES", "LOCAL_MODES"]

@@ -240,3 +240,11 @@ def _query_positions(query_positions, batch: int, tgt_len: int, device) -> torch
             f"{tuple(query_positions.shape)}"
         )
     return query_positions.reshape(-1, tgt_len)
+
+
+def self_attention(width: int, heads: int, dropout: float = 0.0) -> Attention:
+    """Multi-head scaled dot-product self-attention over `width` features, the Transformer's
+    (Vaswani et al. 2017 §3.2.2); it runs the fused kernel when weights are not needed."""
+    return Attention(
+        width, width, width, score="scaled_dot", region="soft", heads=heads, dropout=dropout
+    )

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from seq2seq.models.attention import Attention
+from seq2seq.models.attention import self_attention
 from seq2seq.models.base import DecoderState
 from seq2seq.models.decoders.common import (
     CachedDecoder,
@@ -58,15 +58,7 @@ class TransformerDecoderLayer(nn.Module):
     ) -> None:
         super().__init__()
         self.self_norm = nn.LayerNorm(hidden_size)
-        self.self_attention = Attention(
-            hidden_size,
-            hidden_size,
-            hidden_size,
-            score="scaled_dot",
-            region="soft",
-            heads=heads,
-            dropout=attention_dropout,
-        )
+        self.self_attention = self_attention(hidden_size, heads, attention_dropout)
         self.cross_norm = nn.LayerNorm(hidden_size)
         self.cross_attention = cross_attention
         self.ff_norm = nn.LayerNorm(hidden_size)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seq2seq.models.attention import Attention
+from seq2seq.models.attention import self_attention
 from seq2seq.models.base import Encoder, EncoderOutput
 from seq2seq.models.encoders.inputs import check_encoder_inputs
 from seq2seq.models.feed_forward import FeedForward
@@ -31,15 +31,7 @@ class PreNormEncoderLayer(nn.Module):
     ) -> None:
         super().__init__()
         self.attention_norm = nn.LayerNorm(hidden_size)
-        self.self_attention = Attention(
-            hidden_size,
-            hidden_size,
-            hidden_size,
-            score="scaled_dot",
-            region="soft",
-            heads=heads,
-            dropout=attention_dropout,
-        )
+        self.self_attention = self_attention(hidden_size, heads, attention_dropout)
         self.feed_forward_norm = nn.LayerNorm(hidden_size)
         self.feed_forward = FeedForward(hidden_size, ff_size, dropout)
         self.dropout = nn.Dropout(dropout)
