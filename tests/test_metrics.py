@@ -28,21 +28,18 @@ def sacrebleu_cli(tmp_path: Path, hyps: list[str], refs: list[str], *options: st
     return {entry["name"]: (entry["score"], entry["signature"]) for entry in entries}
 
 
+def assert_same_scores(ours: dict, cli: dict) -> None:
+    """Each of our scores and signatures equals the command line's."""
+    for ours_name, cli_name in (("bleu", "BLEU"), ("chrf", "chrF2"), ("ter", "TER")):
+        score, signature = cli[cli_name]
+        assert ours[ours_name] == pytest.approx(score, abs=1e-4), ours_name
+        assert ours[f"{ours_name}_signature"] == signature, ours_name
+
+
 def test_english_scores_equal_the_command_line(tmp_path):
     cli = sacrebleu_cli(tmp_path, ENGLISH_HYPS, ENGLISH_REFS, "-m", "bleu", "chrf", "ter")
     ours = corpus_scores(ENGLISH_HYPS, ENGLISH_REFS, "en", ter=True)
-    assert (ours["bleu"], ours["bleu_signature"]) == (
-        pytest.approx(cli["BLEU"][0], abs=1e-4),
-        cli["BLEU"][1],
-    )
-    assert (ours["chrf"], ours["chrf_signature"]) == (
-        pytest.approx(cli["chrF2"][0], abs=1e-4),
-        cli["chrF2"][1],
-    )
-    assert (ours["ter"], ours["ter_signature"]) == (
-        pytest.approx(cli["TER"][0], abs=1e-4),
-        cli["TER"][1],
-    )
+    assert_same_scores(ours, cli)
     assert 0 < ours["bleu"] < 100
 
 
@@ -51,18 +48,7 @@ def test_chinese_scores_equal_the_command_line_for_en_zh(tmp_path):
     options = ("-l", "en-zh", "-m", "bleu", "chrf", "ter", "--ter-asian-support")
     cli = sacrebleu_cli(tmp_path, CHINESE_HYPS, CHINESE_REFS, *options)
     ours = corpus_scores(CHINESE_HYPS, CHINESE_REFS, "zh", ter=True)
-    assert (ours["bleu"], ours["bleu_signature"]) == (
-        pytest.approx(cli["BLEU"][0], abs=1e-4),
-        cli["BLEU"][1],
-    )
-    assert (ours["chrf"], ours["chrf_signature"]) == (
-        pytest.approx(cli["chrF2"][0], abs=1e-4),
-        cli["chrF2"][1],
-    )
-    assert (ours["ter"], ours["ter_signature"]) == (
-        pytest.approx(cli["TER"][0], abs=1e-4),
-        cli["TER"][1],
-    )
+    assert_same_scores(ours, cli)
     assert "tok:zh" in ours["bleu_signature"]
 
 

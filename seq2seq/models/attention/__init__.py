@@ -11,4 +11,11 @@ from seq2seq.models.attention.none import NoAttention
 from seq2seq.models.attention.regions import LOCAL_MODES, REGION_NAMES
 from seq2seq.models.attention.scores import SCORE_NAMES
 
-__all__ = ["Attention", "NoAttention", "self_attention", "SCORE_NAMES", "REGION_NAMES", "LOCAL_MODES"]
+__all__ = [
+    "Attention",
+    "NoAttention",
+    "self_attention",
+    "SCORE_NAMES",
+    "REGION_NAMES",
+    "LOCAL_MODES",
+]

@@ -18,12 +18,13 @@ from torch import nn
 
 from seq2seq.models.attention.checks import check_attend_inputs, check_memory, check_sizes
 from seq2seq.models.attention.heads import merge_heads, split_heads
+from seq2seq.models.attention.interface import MemoryAttention
 from seq2seq.models.attention.masks import key_lengths, visible_keys
 from seq2seq.models.attention.regions import SoftRegion, build_region
 from seq2seq.models.attention.scores import DotProductScore, build_score
 
 
-class Attention(nn.Module):
+class Attention(MemoryAttention):
     """Attention of queries over a memory of keys and values.
 
     One head (`heads == 1`, classic Bahdanau / Luong): the score compares the query with
@@ -165,27 +166,6 @@ class Attention(nn.Module):
         dropped = F.dropout(weights, self.dropout, self.training).to(proj_values.dtype)
         context = dropped @ proj_values  # (batch, heads, tgt_len, value_width)
         return self._merge_heads(context), weights
-
-    def forward(
-        self,
-        query: torch.Tensor,
-        keys: torch.Tensor,
-        values: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        *,
-        causal: bool = False,
-        query_positions: torch.Tensor | None = None,
-        need_weights: bool = True,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`project_memory` then `attend`, for callers that do not cache the memory."""
-        return self.attend(
-            query,
-            *self.project_memory(keys, values),
-            mask,
-            causal=causal,
-            query_positions=query_positions,
-            need_weights=need_weights,
-        )
 
     def _split_query(self, query: torch.Tensor) -> torch.Tensor:
         if self.heads == 1:

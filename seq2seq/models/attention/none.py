@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from seq2seq.models.attention.checks import check_attend_inputs, check_memory, check_sizes
+from seq2seq.models.attention.interface import MemoryAttention
 from seq2seq.models.attention.masks import visible_keys
 
 
-class NoAttention(nn.Module):
+class NoAttention(MemoryAttention):
     """No attention: every query gets the same context, the mean of the real values,
 
     `c = (1 / S_len) Σ_{j real} v_j`,
@@ -53,23 +53,3 @@ class NoAttention(nn.Module):
         counts = visible.sum(dim=-1, keepdim=True).clamp(min=1)  # (batch or 1, 1, tgt_len, 1)
         uniform = visible.to(proj_values.dtype) / counts  # (batch or 1, 1, tgt_len, src_len)
         return (uniform @ proj_values).squeeze(1), None  # (batch, tgt_len, value_dim)
-
-    def forward(
-        self,
-        query: torch.Tensor,
-        keys: torch.Tensor,
-        values: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        *,
-        causal: bool = False,
-        query_positions: torch.Tensor | None = None,
-        need_weights: bool = True,
-    ) -> tuple[torch.Tensor, None]:
-        return self.attend(
-            query,
-            *self.project_memory(keys, values),
-            mask,
-            causal=causal,
-            query_positions=query_positions,
-            need_weights=need_weights,
-        )
