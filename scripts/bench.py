@@ -142,8 +142,12 @@ def ceiling_section(reps: int, device: torch.device) -> tuple[list[str], float]:
 # ---------------------------------------------------------------- training (one preset per process)
 
 
-def preset_config(preset: str, threads: int, device: str, max_tokens: int | None) -> DictConfig:
+def preset_config(
+    preset: str, threads: int, device: str, max_tokens: int | None, compiled: bool = False
+) -> DictConfig:
     overrides = [f"+experiment={preset}", f"trainer.threads={threads}", f"trainer.device={device}"]
+    if compiled:
+        overrides.append("trainer.compile=true")
     if max_tokens is not None:
         overrides.append(f"data.max_tokens={max_tokens}")
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
@@ -237,7 +241,7 @@ def profile_step(trainer: Trainer, indices: list[int], path: Path) -> list[str]:
 def worker(args: argparse.Namespace) -> None:
     """The subprocess of one preset: print one JSON line with its measurements."""
     options = bench_options(args)
-    cfg = preset_config(args.worker, options.threads, args.device, args.max_tokens)
+    cfg = preset_config(args.worker, options.threads, args.device, args.max_tokens, args.compile)
     with tempfile.TemporaryDirectory() as run_dir:
         trainer = build_trainer(cfg, Path(run_dir))
         result = measure_training(trainer, options)
@@ -249,9 +253,13 @@ def worker(args: argparse.Namespace) -> None:
     print(json.dumps(result))
 
 
-def run_worker(preset: str, args: argparse.Namespace, profile: bool) -> dict[str, Any]:
+def run_worker(
+    preset: str, args: argparse.Namespace, profile: bool, compiled: bool = False
+) -> dict[str, Any]:
     """Run `worker` for `preset` in a fresh Python process; its JSON, or {"error": ...}."""
     command = [sys.executable, __file__, "--worker", preset, *worker_arguments(args)]
+    if compiled:
+        command.append("--compile")
     if profile:
         command += ["--worker-profile", str(args.profile_out)]
     threads = str(bench_options(args).threads)
@@ -284,6 +292,9 @@ def training_section(args: argparse.Namespace, ceiling: float) -> tuple[list[str
     for preset in bench_options(args).presets:
         results[preset] = run_worker(preset, args, profile=preset == "default_cpu")
         lines.append(training_row(preset, results[preset], ceiling))
+        if args.compile:
+            compiled = run_worker(preset, args, profile=False, compiled=True)
+            lines.append(training_row(f"{preset} + torch.compile", compiled, ceiling))
     notes = [result["batches"] for result in results.values() if "batches" in result]
     if notes:
         lines += ["", f"Batches: the first of epoch 0 ({notes[0]})."]
@@ -434,6 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--warmup", type=int, help=f"untimed updates first (default {FULL_DEFAULTS['warmup']})")
     add("--max-tokens", type=int, help="override data.max_tokens (default: the preset's)")
+    add("--compile", action="store_true", help="also each preset with trainer.compile=true")
     add("--checkpoint", type=Path, action="append", help="decode with it (repeatable)")
     add("--skip-training", action="store_true", help="only the ceiling, decoding, quality")
     add("--sentences", type=int, help="test sentences to decode (default: all 1000)")

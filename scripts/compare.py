@@ -89,18 +89,10 @@ def read_scalars(run_dir: Path) -> Scalars:
 
 def find_runs(sweep_dir: Path) -> list[Path]:
     """Run folders (holding `.hydra/config.yaml`) at or below `sweep_dir`, in job order."""
-    if not sweep_dir.is_dir():
-        raise FileNotFoundError(f"{sweep_dir} is not a folder")
-    runs = [path.parent.parent for path in sweep_dir.glob("**/.hydra/config.yaml")]
+    runs = compare_alignments.runs_below(sweep_dir, ".hydra/config.yaml")
     if not runs:
         raise FileNotFoundError(f"no run folder (.hydra/config.yaml) below {sweep_dir}")
-    return sorted(runs, key=_job_order)
-
-
-def _job_order(run: Path) -> tuple[int, str]:
-    """Hydra names sweep jobs `<number>_<overrides>`: sort by the number, then the name."""
-    number = run.name.split("_", 1)[0]
-    return (int(number) if number.isdigit() else sys.maxsize, str(run))
+    return runs
 
 
 def summarise_run(run_dir: Path, sweep: str) -> dict[str, Any]:
@@ -187,13 +179,18 @@ def markdown_table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def write_markdown(
-    sweeps: dict[str, list[dict[str, Any]]], images: dict[str, Path], path: Path, command: str
+    sweeps: dict[str, list[dict[str, Any]]],
+    images: dict[str, Path],
+    path: Path,
+    command: str,
+    made_by: str | None = None,
 ) -> None:
     """COMPARISON.md: how it was made, then per sweep its table and its alignment image."""
+    trained = f"Runs trained by `{made_by}`; this file written by" if made_by else "Written by"
     lines = [
         "# Comparison",
         "",
-        f"Written by `{command}`. Every run of a sweep has the same data, seed and step "
+        f"{trained} `{command}`. Every run of a sweep has the same data, seed and step "
         "budget, and a parameter count within ±10% of the others (the `compare_<family>` "
         "presets in `configs/experiment/`). tgt tok/s: median of `train/tokens_per_sec`; "
         "valid BLEU: the best validation; test BLEU / chrF: the best checkpoint on the test "
@@ -231,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out-dir", type=Path, default=Path("."), help="where to write")
     parser.add_argument("--no-image", action="store_true", help="skip the alignment images")
     parser.add_argument("--device", default="cpu", help="device for the alignment images")
+    parser.add_argument("--made-by", help="the command that trained the runs, for the header")
     return parser
 
 
@@ -248,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     all_rows = [row for rows in sweeps.values() for row in rows]
     write_csv(all_rows, args.out_dir / "comparison.csv")
     command = "python scripts/compare.py " + shlex.join(sys.argv[1:] if argv is None else argv)
-    write_markdown(sweeps, images, args.out_dir / "COMPARISON.md", command)
+    write_markdown(sweeps, images, args.out_dir / "COMPARISON.md", command, args.made_by)
     print(args.out_dir / "COMPARISON.md")
     return 0
 

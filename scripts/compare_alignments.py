@@ -32,13 +32,33 @@ from seq2seq.visualise.heatmap import (
 from seq2seq.visualise.probes import probes_for
 
 
+def runs_below(folder: Path, marker: str) -> list[Path]:
+    """Run folders at or below `folder` that hold the file `marker` (a relative path), in
+    sweep job order. Symbolic links are followed: `make compare` links a run of the
+    attention sweep into the encoder sweep instead of training it twice."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a folder")
+    runs = [
+        Path(root)
+        for root, _, _ in os.walk(folder, followlinks=True)
+        if (Path(root) / marker).is_file()
+    ]
+    return sorted(runs, key=job_order)
+
+
+def job_order(run: Path) -> tuple[int, str]:
+    """Hydra names sweep jobs `<number>_<overrides>`: sort by the number, then the name."""
+    number = run.name.split("_", 1)[0]
+    return (int(number) if number.isdigit() else sys.maxsize, str(run))
+
+
 def find_checkpoints(folders: list[Path]) -> list[Path]:
     """`<run>/checkpoints/best.pt` of every run folder at or below the given folders."""
-    found = []
-    for folder in folders:
-        if not folder.is_dir():
-            raise FileNotFoundError(f"{folder} is not a folder")
-        found += sorted(folder.glob("**/checkpoints/best.pt"))
+    found = [
+        run / "checkpoints" / "best.pt"
+        for folder in folders
+        for run in runs_below(folder, "checkpoints/best.pt")
+    ]
     if not found:
         raise FileNotFoundError(f"no checkpoints/best.pt below {', '.join(map(str, folders))}")
     return found

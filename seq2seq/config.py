@@ -224,6 +224,7 @@ class TrainerConfig:
     seed: int = 1234
     threads: int = 0  # torch intra-op threads; 0 = torch's default
     device: str = "auto"  # auto | cpu | cuda | cuda:N
+    compile: bool = False  # torch.compile the training forward + loss (see BENCHMARKS.md)
     resume: str | None = None  # checkpoint file, run folder, or "last"
     average_last: int = 0  # average the weights of the last N validations; kept if valid BLEU rises
     valid_max_sentences: int | None = None  # evenly spaced subset of the valid split

@@ -5,6 +5,7 @@
     seq2seq-train -m attention=dot,general,additive # a sweep, one run folder each
     seq2seq-train +experiment=transformer_small trainer.max_steps=2000
     seq2seq-train trainer.resume=last               # continue the newest run
+    torchrun --standalone --nproc_per_node=2 -m seq2seq.train hydra.run.dir=outputs/ddp
 
 `main` is a thin shell over `run_training(cfg, run_dir)`, which tests call directly.
 """
@@ -31,6 +32,7 @@ from seq2seq.data.fetch import FetchError
 from seq2seq.data.prepare import prepare
 from seq2seq.decoding import SearchSettings
 from seq2seq.metrics import corpus_scores
+from seq2seq.training import distributed
 from seq2seq.training.checkpoint import CheckpointError, architecture_differences, load_checkpoint
 from seq2seq.training.logger import RunLogger
 from seq2seq.training.trainer import Trainer, tokenizer_payload
@@ -68,7 +70,9 @@ def resolve_resume(resume: str | None, run_dir: Path, outputs_root: Path) -> Pat
             key=lambda p: p.stat().st_mtime,
         )
         if not candidates:
-            raise CheckpointError(f"trainer.resume=last: no checkpoints/last.pt under {outputs_root}")
+            raise CheckpointError(
+                f"trainer.resume=last: no checkpoints/last.pt under {outputs_root}"
+            )
         return candidates[-1]
     path = Path(resume)
     return path / "checkpoints" / "last.pt" if path.is_dir() else path
@@ -87,7 +91,9 @@ def check_compatible(payload: dict, cfg: DictConfig, data: Any, path: Path) -> N
     differences = architecture_differences(payload["config"], current)
     for side, saved in payload["tokenizers"].items():
         if saved["model"] != tokenizer_payload(data)[side]["model"]:
-            differences.append(f"{side} vocabulary: the checkpoint's tokeniser differs from the data's")
+            differences.append(
+                f"{side} vocabulary: the checkpoint's tokeniser differs from the data's"
+            )
     if differences:
         raise CheckpointError(
             f"checkpoint {path} does not match the configuration:\n  " + "\n  ".join(differences)
@@ -95,12 +101,33 @@ def check_compatible(payload: dict, cfg: DictConfig, data: Any, path: Path) -> N
 
 
 def run_training(cfg: DictConfig, run_dir: Path, outputs_root: Path | None = None) -> dict:
-    """Prepare data, build, train, evaluate the best checkpoint on test; returns results."""
-    device = select_device(cfg.trainer.device)
+    """Prepare data, build, train, evaluate the best checkpoint on test; returns results.
+
+    Under `torchrun` every rank calls this (see `seq2seq.training.distributed`); rank 0's
+    run folder is used by all, and only rank 0 returns the results (the others `{}`)."""
+    ranks = distributed.from_environment()
+    device = distributed.rank_device(select_device(cfg.trainer.device), ranks)
+    distributed.start(ranks, device)
+    try:
+        return _train_and_test(cfg, ranks.broadcast(run_dir), outputs_root, ranks, device)
+    finally:
+        distributed.stop()
+
+
+def _train_and_test(
+    cfg: DictConfig,
+    run_dir: Path,
+    outputs_root: Path | None,
+    ranks: distributed.Distributed,
+    device: torch.device,
+) -> dict:
     if cfg.trainer.threads > 0:
         torch.set_num_threads(cfg.trainer.threads)
-    seed_everything(cfg.trainer.seed)
-    data = prepare(data_config(cfg))
+    if not ranks.is_main:  # rank 0 speaks for all
+        logging.getLogger("seq2seq").setLevel(logging.WARNING)
+    seed_everything(cfg.trainer.seed + ranks.rank)  # DDP copies rank 0's initial weights
+    with ranks.main_first():  # rank 0 fills the data caches the others then read
+        data = prepare(data_config(cfg))
     model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
     model.to(device)
     resume_path = resolve_resume(cfg.trainer.resume, run_dir, outputs_root or run_dir.parent)
@@ -108,13 +135,24 @@ def run_training(cfg: DictConfig, run_dir: Path, outputs_root: Path | None = Non
         payload = load_checkpoint(resume_path, map_location=device)
         check_compatible(payload, cfg, data, resume_path)
         run_dir = resume_path.parent.parent
-    logger = RunLogger(run_dir, enabled=cfg.logging.tensorboard)
-    trainer = Trainer(cfg, model, data, run_dir, device, logger, hooks=_visual_hooks(cfg, data))
+    logger = RunLogger(run_dir, enabled=cfg.logging.tensorboard and ranks.is_main)
+    hooks = _visual_hooks(cfg, data) if ranks.is_main else []
+    trainer = Trainer(cfg, model, data, run_dir, device, logger, hooks=hooks, ranks=ranks)
     if resume_path is not None:
         trainer.restore(payload)
         log.info("resumed %s at step %d", resume_path, trainer.progress.step)
     log.info("run folder %s; %s parameters", run_dir, f"{count_parameters(model):,}")
+    if ranks.enabled:
+        backend = torch.distributed.get_backend()
+        log.info(
+            "data parallel: %d ranks (%s), one update = %d batches",
+            ranks.world_size,
+            backend,
+            ranks.world_size,
+        )
     trainer.fit()
+    if not ranks.is_main:
+        return {}
     results = evaluate_best(trainer, cfg)
     finish(trainer, cfg, results)
     return results

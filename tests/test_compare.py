@@ -113,6 +113,27 @@ def test_markdown_table_shows_dashes_for_missing_values(sweep, tmp_path):
     assert rows[2].count("—") == 8  # the crashed run has nothing but its name and folder
 
 
+def test_a_linked_run_joins_the_other_sweep_and_the_header_names_the_command(sweep, tmp_path):
+    """`make compare` links the attention sweep's GRU run into the encoder sweep."""
+    encoders = tmp_path / "encoders"
+    fake_run(encoders / "0_encoder=lstm", "additive", results(3_950_000, 11.0), {})
+    (encoders / "4_encoder=gru").symlink_to(sweep / "1_attention=additive")
+    compare = load_script("compare")
+    out = tmp_path / "out"
+    made_by = "make compare BUDGET=full"
+    compare.main(
+        [str(sweep), str(encoders), "--out-dir", str(out), "--no-image", "--made-by", made_by]
+    )
+    text = (out / "COMPARISON.md").read_text(encoding="utf-8")
+    assert f"Runs trained by `{made_by}`" in text
+    rows = [cells(line) for line in text.splitlines() if line.startswith("| encoders |")]
+    assert [row[-1] for row in rows] == [
+        str(encoders / "0_encoder=lstm"),
+        str(encoders / "4_encoder=gru"),
+    ]
+    assert rows[1][7] == "14.50"  # the linked run's test BLEU
+
+
 def cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 

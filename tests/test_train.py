@@ -173,3 +173,14 @@ def test_scheduled_sampling_feeds_back_the_models_own_predictions(tmp_path):
     assert torch.equal(mixed[:, 0], batch.tgt_in[:, 0])
     assert torch.equal(mixed[:, 1:][real], predicted[real])
     assert torch.equal(mixed[:, 1:][~real], batch.tgt_in[:, 1:][~real])
+
+
+@pytest.mark.slow  # inductor compiles C++ kernels: about a minute
+def test_compiled_training_step_gives_the_eager_losses(tmp_path):
+    # Without dropout: compiled graphs draw their random masks from another generator.
+    common = ["trainer.max_steps=3", "trainer.valid_every=3", "trainer.test_search.beam_size=1"]
+    common += ["decoder.dropout=0", "model.embed_dropout=0"]
+    _, eager = _train(tmp_path, "eager", common)
+    _, compiled = _train(tmp_path, "compiled", common + ["trainer.compile=true"])
+    assert len(compiled) == 3
+    assert compiled == pytest.approx(eager, rel=1e-4, abs=1e-5)

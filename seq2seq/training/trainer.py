@@ -25,6 +25,7 @@ from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.metrics import corpus_scores
 from seq2seq.models.model import Seq2Seq
 from seq2seq.special_tokens import PAD_ID
+from seq2seq.training import distributed
 from seq2seq.training.checkpoint import (
     FORMAT_VERSION,
     capture_rng_states,
@@ -63,9 +64,11 @@ class Trainer:
         device: torch.device,
         logger: RunLogger,
         hooks: list | None = None,
+        ranks: distributed.Distributed | None = None,
     ):
         self.cfg, self.tcfg = cfg, cfg.trainer
         self.model, self.data, self.run_dir, self.device = model, data, run_dir, device
+        self.ranks = ranks or distributed.Distributed()  # one process unless under torchrun
         self.logger = logger
         self.hooks = hooks or []  # callables hook(trainer, step) run after each validation
         self.optimizer = instantiate_part(cfg.optim, "optim", params=model.parameters())
@@ -77,6 +80,13 @@ class Trainer:
             max_tokens=cfg.data.max_tokens,
             shuffle=True,
             seed=self.tcfg.seed,
+        )
+        # What the training forward pass runs: DDP over the model with several ranks.
+        self.train_model = distributed.wrap(model, self.ranks, device)
+        # The forward pass and loss of a training step; with `trainer.compile` one
+        # torch.compile graph (shapes marked dynamic after the first recompile).
+        self.forward_loss = (
+            torch.compile(self._forward_loss) if self.tcfg.compile else self._forward_loss
         )
         self.train_losses: list[float] = []  # smoothed loss per update, for tests and logs
         self.valid_split = _evenly_spaced(data.valid, self.tcfg.valid_max_sentences)
@@ -102,15 +112,18 @@ class Trainer:
 
     def fit(self) -> Progress:
         """Train until max_steps, max_epochs, the time budget or early stopping."""
-        display = ProgressDisplay(self.tcfg.max_steps, enabled=self.cfg.logging.progress_bar)
+        show = self.cfg.logging.progress_bar and self.ranks.is_main
+        display = ProgressDisplay(self.tcfg.max_steps, enabled=show)
         display.update(self.progress.step, {})
         started = time.perf_counter() - self.progress.train_seconds
         window = _Window()
         try:
             while not self._finished():
                 batches = self.sampler.batches(self.progress.epoch)
-                for batch_indices in batches[self.progress.position :]:
-                    self.progress.position += 1
+                for position, batch_indices in distributed.shard(
+                    batches, self.progress.position, self.ranks
+                ):
+                    self.progress.position = position
                     self._consume(batch_indices, window)
                     self.progress.train_seconds = time.perf_counter() - started
                     if self._after_update(window, display) or self._finished():
@@ -133,6 +146,7 @@ class Trainer:
     def _finished(self) -> bool:
         p, t = self.progress, self.tcfg
         over_time = t.max_minutes is not None and p.train_seconds >= 60.0 * t.max_minutes
+        over_time = self.ranks.any(over_time, self.device)  # every rank stops at the same step
         return p.step >= t.max_steps or p.epoch >= t.max_epochs or over_time or p.stopped_early
 
     def _consume(self, batch_indices: list[int], window: _Window) -> None:
@@ -148,11 +162,17 @@ class Trainer:
         """Forward and backward on one batch; returns the summed (smoothed loss, NLL)."""
         self.model.train()
         tgt_in = self._scheduled_sampling(batch)
-        with self.autocast():
-            logits, _ = self.model(batch.src, batch.src_mask, tgt_in)  # (batch, tgt_len, vocab)
-        loss_sum, nll_sum = label_smoothed_nll(logits, batch.tgt_out, self.tcfg.label_smoothing)
+        loss_sum, nll_sum = self.forward_loss(batch.src, batch.src_mask, tgt_in, batch.tgt_out)
         (loss_sum / (batch.num_tgt_tokens * self.tcfg.accumulate)).backward()
         return loss_sum.detach(), nll_sum.detach()
+
+    def _forward_loss(
+        self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Teacher-forced forward pass; the summed (smoothed loss, NLL) over real tokens."""
+        with self.autocast():
+            logits, _ = self.train_model(src, src_mask, tgt_in)  # (batch, tgt_len, vocab)
+        return label_smoothed_nll(logits, tgt_out, self.tcfg.label_smoothing)
 
     def update(self) -> torch.Tensor:
         grad_norm = torch.nn.utils.clip_grad_norm_(
@@ -198,10 +218,12 @@ class Trainer:
     # ------------------------------------------------------------------ validation
 
     def validate_and_checkpoint(self) -> dict[str, float]:
-        metrics = self.validate()
+        """Validate (rank 0; the other ranks receive its scores), then update the best
+        score, early stopping and the schedule, save checkpoints and run the hooks."""
+        metrics = self.ranks.broadcast(self.validate() if self.ranks.is_main else None)
         step = self.progress.step
         self.progress.validated_step = step
-        if self.tcfg.average_last > 1:
+        if self.tcfg.average_last > 1 and self.ranks.is_main:
             self.snapshots.append(_copy_weights(self.model))
         self.logger.scalars({f"valid/{k}": v for k, v in metrics.items()}, step)
         self.schedule.on_validation(metrics["bleu"])
@@ -214,6 +236,8 @@ class Trainer:
             patience = self.tcfg.patience
             self.progress.stopped_early = patience > 0 and self.progress.bad_validations >= patience
         self.save("last")
+        if not self.ranks.is_main:
+            return metrics
         for hook in self.hooks:
             hook(self, step)
         self.logger.flush()
@@ -285,8 +309,10 @@ class Trainer:
         }
 
     def save(self, name: str) -> Path:
+        """Write `checkpoints/<name>.pt` (rank 0 only: the ranks hold the same weights)."""
         path = self.run_dir / "checkpoints" / f"{name}.pt"
-        save_checkpoint(path, self.checkpoint_payload())
+        if self.ranks.is_main:
+            save_checkpoint(path, self.checkpoint_payload())
         return path
 
     def restore(self, payload: dict[str, Any]) -> None:

@@ -1,0 +1,121 @@
+"""Data-parallel training with PyTorch's DistributedDataParallel, started by `torchrun`.
+
+    torchrun --standalone --nproc_per_node=2 -m seq2seq.train hydra.run.dir=outputs/ddp
+
+torchrun starts one process per rank and sets RANK, LOCAL_RANK and WORLD_SIZE (plus the
+rendezvous address). Every rank builds the same model and walks the same seeded batch order
+of each epoch; rank r trains on batches r, r + W, r + 2W, ... and DDP averages the gradients,
+so one optimiser update consumes W batches, as `trainer.accumulate=W` does in one process.
+Rank 0 alone validates, writes checkpoints and logs, and evaluates on the test split; the
+other ranks receive its validation scores, so schedules and early stopping stay in step.
+Backend: NCCL on CUDA, gloo on the CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+import torch.distributed as dist
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Distributed:
+    """This process's place among the ranks; the defaults describe a single process."""
+
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def broadcast(self, value: T) -> T:
+        """Rank 0's `value` (any picklable object) on every rank."""
+        if not self.enabled:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def any(self, flag: bool, device: torch.device) -> bool:
+        """True on every rank when `flag` is true on at least one."""
+        if not self.enabled:
+            return flag
+        tensor = torch.tensor([int(flag)], device=device)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return bool(tensor.item())
+
+    @contextlib.contextmanager
+    def main_first(self) -> Iterator[None]:
+        """Rank 0 runs the block before the others (it writes caches they then read)."""
+        if self.enabled and not self.is_main:
+            dist.barrier()
+        yield
+        if self.enabled and self.is_main:
+            dist.barrier()
+
+
+def from_environment() -> Distributed:
+    """The ranks torchrun describes in the environment; a single process without it."""
+    return Distributed(
+        rank=int(os.environ.get("RANK", "0")),
+        local_rank=int(os.environ.get("LOCAL_RANK", "0")),
+        world_size=int(os.environ.get("WORLD_SIZE", "1")),
+    )
+
+
+def rank_device(device: torch.device, ranks: Distributed) -> torch.device:
+    """Each rank's own GPU (`cuda:LOCAL_RANK`); the CPU is shared."""
+    if device.type != "cuda" or not ranks.enabled:
+        return device
+    device = torch.device("cuda", ranks.local_rank)
+    torch.cuda.set_device(device)
+    return device
+
+
+def start(ranks: Distributed, device: torch.device) -> None:
+    """Join the process group (NCCL for CUDA, gloo for the CPU)."""
+    if ranks.enabled and not dist.is_initialized():
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        dist.init_process_group(backend, rank=ranks.rank, world_size=ranks.world_size)
+
+
+def stop() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def wrap(model: torch.nn.Module, ranks: Distributed, device: torch.device) -> torch.nn.Module:
+    """The module the training forward pass goes through: DDP over `model` when there are
+    several ranks (it broadcasts rank 0's weights now, then averages every gradient)."""
+    if not ranks.enabled:
+        return model
+    device_ids = [device.index] if device.type == "cuda" else None
+    # Some settings leave parameters out of a forward pass (e.g. a bridge the decoder
+    # does not use); DDP must then not wait for their gradients.
+    return torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=device_ids, find_unused_parameters=True
+    )
+
+
+def shard(batches: Sequence[Any], position: int, ranks: Distributed) -> Iterator[tuple[int, Any]]:
+    """This rank's batches of one epoch from `position` on, with the position after each.
+
+    The epoch is read in groups of W consecutive batches, rank r taking the r-th of each;
+    a last incomplete group is skipped so every rank makes the same number of updates."""
+    world = ranks.world_size
+    usable = len(batches) - len(batches) % world
+    for start_index in range(position, usable, world):
+        yield start_index + world, batches[start_index + ranks.rank]

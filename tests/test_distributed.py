@@ -1,0 +1,81 @@
+"""Data-parallel training: batch sharding, and DDP under torchrun (gloo, CPU) against one
+process accumulating the same batches."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import torch
+from helpers import TINY_TOY
+
+from seq2seq.training.checkpoint import load_checkpoint
+from seq2seq.training.distributed import Distributed, from_environment, shard
+
+
+def test_ranks_share_an_epoch_without_overlap_and_agree_on_positions():
+    batches = [f"b{i}" for i in range(11)]
+    per_rank = [list(shard(batches, 0, Distributed(rank, rank, 3))) for rank in range(3)]
+    taken = [batch for rank in per_rank for _, batch in rank]
+    assert sorted(taken) == sorted(batches[:9])  # the last incomplete group is skipped
+    assert len(set(taken)) == 9
+    assert per_rank[1][:2] == [(3, "b1"), (6, "b4")]
+    assert [p for p, _ in per_rank[0]] == [p for p, _ in per_rank[2]]  # same update count
+    # Resuming at a saved position continues with the next group.
+    assert list(shard(batches, 6, Distributed(2, 2, 3))) == [(9, "b8")]
+
+
+def test_one_process_reads_every_batch_in_order():
+    batches = list(range(5))
+    assert list(shard(batches, 2, Distributed())) == [(3, 2), (4, 3), (5, 4)]
+
+
+def _train_command(launcher: list[str], run_dir, data_root, extra: list[str]) -> list[str]:
+    overrides = TINY_TOY + [
+        f"data.root={data_root}",
+        "trainer.max_steps=3",
+        "trainer.valid_every=3",
+        "trainer.test_search.beam_size=1",
+        "decoder.dropout=0",  # dropout masks would differ between the two set-ups
+        "model.embed_dropout=0",
+        f"hydra.run.dir={run_dir}",
+    ]
+    return [*launcher, "-m", "seq2seq.train", *overrides, *extra]
+
+
+def _run(command: list[str]) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    finished = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+
+
+def test_two_gloo_ranks_train_like_one_process_accumulating_their_batches(tmp_path):
+    """Rank r takes batches r, r+2, ...; DDP averages the two gradients, which is what
+    `trainer.accumulate=2` computes in one process over the same consecutive batches."""
+    data_root = tmp_path / "data"
+    single = _train_command(
+        [sys.executable], tmp_path / "single", data_root, ["trainer.accumulate=2"]
+    )
+    _run(single)  # also prepares the toy data the ranks then read
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    _run(_train_command(torchrun, tmp_path / "ddp", data_root, []))
+
+    one = load_checkpoint(tmp_path / "single" / "checkpoints" / "last.pt")
+    two = load_checkpoint(tmp_path / "ddp" / "checkpoints" / "last.pt")
+    assert two["progress"]["step"] == one["progress"]["step"] == 3
+    assert two["progress"]["position"] == one["progress"]["position"] == 6  # 2 batches/update
+    for name, weight in one["model"].items():
+        torch.testing.assert_close(two["model"][name], weight, rtol=1e-4, atol=1e-5, msg=name)
+    assert (tmp_path / "ddp" / "results.json").is_file()  # rank 0 tested and wrote results
+
+
+def test_the_data_parallel_flag_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    ranks = from_environment()
+    assert ranks.enabled and not ranks.is_main
+    monkeypatch.delenv("WORLD_SIZE")
+    monkeypatch.delenv("RANK")
+    assert not from_environment().enabled and from_environment().is_main
