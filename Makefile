@@ -39,7 +39,7 @@ clean:
 	rm -rf $(VENV) outputs multirun
 
 # ---------------------------------------------------------------- benchmarks and comparisons
-.PHONY: bench compare
+.PHONY: bench
 
 # Speed of training (every preset), decoding and the matmul ceiling, appended to
 # BENCHMARKS.md (profile: benchmarks/profile_default_cpu.txt). About 10-15 min on 2 cores.
@@ -49,13 +49,15 @@ bench: $(STAMP)
 
 # Two Hydra sweeps with the same data, seed, step budget and parameter budget (±10%):
 #   attention/: the GRU model (compare_gru) with every attention;
-#   encoders/:  attention ATTENTION (default additive) with every encoder/decoder family;
+#   encoders/:  the attention with the best valid BLEU in attention/ (or ATTENTION=<preset>)
+#               with every encoder/decoder family; the GRU run is linked from attention/;
 # then scripts/compare.py writes COMPARISON.md, comparison.csv and the alignment images.
-# Full: 700 steps of 4096 tokens (~11 epochs) per run, 13 runs, about 1 h 45 min on 2 cores
-# (sweep B reuses sweep A's GRU run with attention ATTENTION instead of training it again).
-# `make compare BUDGET=small` (60 steps, about 15 min) writes them into its sweep folder.
+# Full: 700 updates of 4,096-token batches (~11 epochs) per run, 13 runs, about 1 h 30 min
+# on 2 cores. `make compare BUDGET=small` (60 steps, about 15 min) writes into its sweep
+# folder. The stages can be run alone with the same COMPARE_DIR, e.g. to finish a compare:
+#   make compare-encoders compare-summary COMPARE_DIR=multirun/compare_full/DATE
 BUDGET    ?= full
-ATTENTION ?= additive
+ATTENTION ?= best
 COMPARE_TIME := $(shell date +%Y-%m-%d_%H-%M-%S)
 COMPARE_DIR  ?= multirun/compare_$(BUDGET)/$(COMPARE_TIME)
 COMPARE_full  := trainer.max_steps=700 trainer.valid_every=175
@@ -68,17 +70,30 @@ COMPARE_NAMES := 'hydra.job.config.override_dirname.exclude_keys=[trainer.max_st
 trainer.valid_every,trainer.valid_max_sentences,trainer.test_search.beam_size,\
 schedule.warmup_steps,logging.progress_bar]'
 COMPARE_ARGS = $(COMPARE_$(BUDGET)) logging.progress_bar=false $(COMPARE_NAMES)
+CHOSEN_ATTENTION = $(COMPARE_DIR)/encoders_attention.txt
 
-compare: $(STAMP)
+.PHONY: compare compare-attention compare-encoders compare-summary
+compare: compare-attention compare-encoders compare-summary
+
+compare-attention: $(STAMP)
 	@test -n "$(COMPARE_$(BUDGET))" || { echo "BUDGET must be full or small, not $(BUDGET)"; exit 1; }
 	$(VENV)/bin/seq2seq-train -m +experiment=compare_gru \
 	  attention=none,dot,scaled_dot,general,additive,cosine,local,hard,multihead \
 	  $(COMPARE_ARGS) hydra.sweep.dir=$(COMPARE_DIR)/attention
+
+compare-encoders: $(STAMP)
+	@test -n "$(COMPARE_$(BUDGET))" || { echo "BUDGET must be full or small, not $(BUDGET)"; exit 1; }
+	@if [ "$(ATTENTION)" = best ]; then \
+	  $(PY) scripts/compare.py $(COMPARE_DIR)/attention --best attention; \
+	else echo "$(ATTENTION)"; fi > $(CHOSEN_ATTENTION)
+	@echo "encoder sweep with attention=$$(cat $(CHOSEN_ATTENTION))"
 	$(VENV)/bin/seq2seq-train -m \
 	  +experiment=compare_rnn,compare_lstm,compare_cnn,compare_transformer \
-	  attention=$(ATTENTION) $(COMPARE_ARGS) hydra.sweep.dir=$(COMPARE_DIR)/encoders
-	ln -s "$$(realpath $(COMPARE_DIR)/attention/*_+experiment=compare_gru,attention=$(ATTENTION))" \
-	  "$(COMPARE_DIR)/encoders/4_+experiment=compare_gru,attention=$(ATTENTION)"
+	  attention=$$(cat $(CHOSEN_ATTENTION)) $(COMPARE_ARGS) hydra.sweep.dir=$(COMPARE_DIR)/encoders
+	ln -sfn "$$(realpath $(COMPARE_DIR)/attention/*_+experiment=compare_gru,attention=$$(cat $(CHOSEN_ATTENTION)))" \
+	  "$(COMPARE_DIR)/encoders/4_+experiment=compare_gru,attention=$$(cat $(CHOSEN_ATTENTION))"
+
+compare-summary: $(STAMP)
 	$(PY) scripts/compare.py $(COMPARE_DIR)/attention $(COMPARE_DIR)/encoders \
 	  --out-dir $(COMPARE_OUT_$(BUDGET)) \
 	  --made-by "make compare BUDGET=$(BUDGET) ATTENTION=$(ATTENTION) ($(COMPARE_$(BUDGET)))"

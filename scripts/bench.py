@@ -13,7 +13,8 @@ Sections of the dated entry it appends (the file is created with a header if mis
    real corpus (the same batches for every preset), warm-up steps, then the median of
    several measurements of k steps: target tokens/s, source + target tokens/s, step
    time, model FLOP utilisation (analytic training FLOPs of `seq2seq.flops` per second
-   ÷ the ceiling), the padding share of the measured batches, peak RSS.
+   ÷ the ceiling), the padding share of the measured batches, peak RSS. With `--compile`,
+   each preset also gets a row trained with `trainer.compile=true` (same batches).
 4. Decoding (`--checkpoint`, repeatable): sentences/s of `Translator.translate`, greedy
    and beam 5, batched, on the test split.
 5. Time to quality (`--run-dir`): the best valid BLEU logged within 5, 10 and 20 minutes

@@ -2,6 +2,7 @@
 
     python scripts/compare.py multirun/compare_full/DATE/attention multirun/compare_full/DATE/encoders
     python scripts/compare.py SWEEP_DIR [SWEEP_DIR ...] --out-dir . --no-image
+    python scripts/compare.py multirun/compare_full/DATE/attention --best attention
 
 `make compare` runs the sweeps (Hydra multirun) and then this script. Each SWEEP_DIR is a
 folder of run folders (`.hydra/config.yaml`, `results.json`, `tensorboard/`); every run
@@ -141,6 +142,21 @@ def sweep_rows(sweep_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def best_choice(sweep_dir: Path, group: str) -> str:
+    """The `group=<option>` command-line choice of the sweep's run with the best valid BLEU
+    (`make compare` picks sweep B's attention this way: by validation, never by test)."""
+    scored = []
+    for run in find_runs(sweep_dir):
+        valid_bleu = _read_results(run).get("valid_best_bleu")
+        overrides = OmegaConf.load(run / ".hydra" / "overrides.yaml")
+        choices = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == group]
+        if valid_bleu is not None and choices:
+            scored.append((valid_bleu, choices[-1]))
+    if not scored:
+        raise FileNotFoundError(f"no finished run below {sweep_dir} sets {group}=...")
+    return max(scored, key=lambda pair: pair[0])[1]
+
+
 # ---------------------------------------------------------------- output
 
 
@@ -229,11 +245,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-image", action="store_true", help="skip the alignment images")
     parser.add_argument("--device", default="cpu", help="device for the alignment images")
     parser.add_argument("--made-by", help="the command that trained the runs, for the header")
+    parser.add_argument(
+        "--best", metavar="GROUP", help="only print the GROUP option of the best-validating run"
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.best:
+        print(best_choice(args.sweeps[0], args.best))
+        return 0
     args.out_dir.mkdir(parents=True, exist_ok=True)
     sweeps = {sweep.name: sweep_rows(sweep) for sweep in args.sweeps}
     if len(sweeps) != len(args.sweeps):

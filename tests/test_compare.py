@@ -43,6 +43,8 @@ def fake_run(run_dir: Path, attention: str, results: dict | None, scalars: dict)
     (run_dir / ".hydra").mkdir(parents=True)
     cfg = compose_config(["+experiment=compare_gru", f"attention={attention}"])
     OmegaConf.save(cfg, run_dir / ".hydra" / "config.yaml")
+    overrides = ["+experiment=compare_gru", f"attention={attention}"]
+    OmegaConf.save(OmegaConf.create(overrides), run_dir / ".hydra" / "overrides.yaml")
     if results is not None:
         (run_dir / "results.json").write_text(json.dumps(results), encoding="utf-8")
     writer = SummaryWriter(str(run_dir / "tensorboard"))
@@ -134,6 +136,18 @@ def test_a_linked_run_joins_the_other_sweep_and_the_header_names_the_command(swe
     assert rows[1][7] == "14.50"  # the linked run's test BLEU
 
 
+def test_the_encoder_sweep_attention_is_chosen_by_valid_not_test_bleu(tmp_path, capsys):
+    folder = tmp_path / "attention"
+    better_on_test = results(4_000_000, 20.0) | {"valid_best_bleu": 10.0}
+    better_on_valid = results(4_000_000, 15.0) | {"valid_best_bleu": 12.0}
+    fake_run(folder / "0_attention=dot", "dot", better_on_test, {})
+    fake_run(folder / "1_attention=general", "general", better_on_valid, {})
+    fake_run(folder / "2_attention=hard", "hard", None, {})  # unfinished: not a candidate
+    compare = load_script("compare")
+    assert compare.main([str(folder), "--best", "attention"]) == 0
+    assert capsys.readouterr().out.strip() == "general"
+
+
 def cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
@@ -154,12 +168,20 @@ def test_every_compared_model_is_within_ten_percent_of_the_reference():
         f"gru+{attention}": parameters(["+experiment=compare_gru", f"attention={attention}"])
         for attention in COMPARE_ATTENTIONS
     }
-    counts |= {
-        f"{family}+additive": parameters([f"+experiment=compare_{family}"])
+    outside = {name: count for name, count in counts.items() if abs(count / reference - 1) > 0.10}
+    assert not outside, f"outside ±10% of {reference:,}: {outside}"
+
+
+@pytest.mark.parametrize("attention", COMPARE_ATTENTIONS)
+def test_every_family_is_within_ten_percent_of_the_gru_with_the_same_attention(attention):
+    """Sweep B runs the families with whichever attention validated best in sweep A."""
+    reference = parameters(["+experiment=compare_gru", f"attention={attention}"])
+    counts = {
+        family: parameters([f"+experiment=compare_{family}", f"attention={attention}"])
         for family in COMPARE_FAMILIES
     }
     outside = {name: count for name, count in counts.items() if abs(count / reference - 1) > 0.10}
-    assert not outside, f"outside ±10% of {reference:,}: {outside}"
+    assert not outside, f"attention={attention}: outside ±10% of {reference:,}: {outside}"
 
 
 def test_time_to_quality_takes_the_best_valid_bleu_within_each_budget(tmp_path):

@@ -83,10 +83,12 @@ class Trainer:
         )
         # What the training forward pass runs: DDP over the model with several ranks.
         self.train_model = distributed.wrap(model, self.ranks, device)
-        # The forward pass and loss of a training step; with `trainer.compile` one
-        # torch.compile graph (shapes marked dynamic after the first recompile).
+        # The forward pass and loss of a training step; with `trainer.compile` compiled
+        # once with dynamic shapes (every batch has another size and length).
         self.forward_loss = (
-            torch.compile(self._forward_loss) if self.tcfg.compile else self._forward_loss
+            torch.compile(self._forward_loss, dynamic=True)
+            if self.tcfg.compile
+            else self._forward_loss
         )
         self.train_losses: list[float] = []  # smoothed loss per update, for tests and logs
         self.valid_split = _evenly_spaced(data.valid, self.tcfg.valid_max_sentences)
@@ -145,8 +147,9 @@ class Trainer:
 
     def _finished(self) -> bool:
         p, t = self.progress, self.tcfg
-        over_time = t.max_minutes is not None and p.train_seconds >= 60.0 * t.max_minutes
-        over_time = self.ranks.any(over_time, self.device)  # every rank stops at the same step
+        over_time = False
+        if t.max_minutes is not None:  # every rank must stop at the same step
+            over_time = self.ranks.any(p.train_seconds >= 60.0 * t.max_minutes, self.device)
         return p.step >= t.max_steps or p.epoch >= t.max_epochs or over_time or p.stopped_early
 
     def _consume(self, batch_indices: list[int], window: _Window) -> None:
