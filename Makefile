@@ -90,8 +90,9 @@ compare-encoders: $(STAMP)
 	$(VENV)/bin/seq2seq-train -m \
 	  +experiment=compare_rnn,compare_lstm,compare_cnn,compare_transformer \
 	  attention=$$(cat $(CHOSEN_ATTENTION)) $(COMPARE_ARGS) hydra.sweep.dir=$(COMPARE_DIR)/encoders
-	ln -sfn "$$(realpath $(COMPARE_DIR)/attention/*_+experiment=compare_gru,attention=$$(cat $(CHOSEN_ATTENTION)))" \
-	  "$(COMPARE_DIR)/encoders/4_+experiment=compare_gru,attention=$$(cat $(CHOSEN_ATTENTION))"
+	cd $(COMPARE_DIR)/encoders && chosen=$$(cat ../encoders_attention.txt) && \
+	  ln -sfn ../attention/*_+experiment=compare_gru,attention=$$chosen \
+	    "4_+experiment=compare_gru,attention=$$chosen"
 
 compare-summary: $(STAMP)
 	$(PY) scripts/compare.py $(COMPARE_DIR)/attention $(COMPARE_DIR)/encoders \
