@@ -9,7 +9,7 @@ ifneq ($(wildcard $(MIRROR)/cmn-eng.zip),)
 export SEQ2SEQ_DATA_MIRROR ?= $(MIRROR)
 endif
 
-.PHONY: install train test test-all lint tensorboard clean
+.PHONY: install train test test-all faults lint tensorboard clean
 
 install: $(STAMP)
 
@@ -24,10 +24,18 @@ train: $(STAMP)
 	$(VENV)/bin/seq2seq-train +experiment=default_cpu $(ARGS)
 
 test: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow and not faults"
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q
+
+# The whole fault-injection suite (tests/faults/: hostile checkpoints and inputs, signals,
+# kill -9 and resume trials, fuzzing); the figures go to faults-report.md (RELIABILITY.md).
+FAULTS_REPORT := faults-report.jsonl
+faults: $(STAMP)
+	rm -f $(FAULTS_REPORT)
+	SEQ2SEQ_FAULTS_REPORT=$(abspath $(FAULTS_REPORT)) $(PY) -m pytest -q tests/faults; \
+	  status=$$?; $(PY) scripts/faults_report.py $(FAULTS_REPORT) | tee faults-report.md; exit $$status
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check seq2seq tests scripts

@@ -51,6 +51,7 @@ from seq2seq.data.batching import collate
 from seq2seq.data.config import DataConfig
 from seq2seq.data.prepare import prepare
 from seq2seq.decoding import SearchSettings
+from seq2seq.evaluate import split_data_config
 from seq2seq.flops import training_flops
 from seq2seq.inference import Translator
 from seq2seq.metrics import corpus_scores
@@ -331,8 +332,10 @@ def training_row(preset: str, result: dict[str, Any], ceiling: float) -> str:
 
 def decoding_rows(checkpoint: Path, sentences: int, device: torch.device) -> list[str]:
     """Greedy and beam-5 rows for one checkpoint, on the first `sentences` test pairs."""
-    translator = Translator.load(checkpoint, device)
-    test = prepare(DataConfig(**plain(translator.config.data))).test
+    translator = Translator.load(checkpoint, device)  # validates the checkpoint's config
+    # The data comes from the project's own config named as the checkpoint's corpus, below
+    # ./data, never from the checkpoint's URL or root (see seq2seq.evaluate).
+    test = prepare(split_data_config(plain(translator.config.data), None, Path("data"))).test
     sources, references = test.src_lines[:sentences], test.tgt_lines[:sentences]
     translator.translate(sources[:16], SearchSettings(beam_size=1))  # warm-up
     rows = []

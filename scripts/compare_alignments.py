@@ -18,6 +18,7 @@ import os
 import sys
 from pathlib import Path
 
+from seq2seq.checkpoint import CheckpointError
 from seq2seq.decoding import SearchSettings
 from seq2seq.inference import Translator
 from seq2seq.special_tokens import EOS_PIECE
@@ -117,11 +118,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def load_checked(path: Path, device: str) -> Translator:
+    """`Translator.load`, which validates the checkpoint's config before building anything;
+    a checkpoint it refuses stops the script with its one-line reason."""
+    try:
+        return Translator.load(path, device)
+    except CheckpointError as error:
+        raise SystemExit(f"compare_alignments: {error}") from error
+
+
 def collect_panels(
     checkpoints: list[Path], device: str, sentence: str | None, reference: str | None
 ) -> tuple[str, list[AlignmentPanel]]:
     """The sentence and one panel per run that has attention weights."""
-    translators = [Translator.load(path, device) for path in checkpoints]
+    translators = [load_checked(path, device) for path in checkpoints]
     sentence = sentence or default_sentence(translators[0])
     runs = [path.parent.parent for path in checkpoints]
     titles = panel_titles(runs, [describe_run(t.config) for t in translators])
@@ -158,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def default_sentence(translator: Translator) -> str:
     data = translator.config.data
-    probes = probes_for(data.src_lang, data.tgt_lang, translator.config.logging.probe_file)
+    # The built-in probes only: a file named in a checkpoint (logging.probe_file) is not read.
+    probes = probes_for(data.src_lang, data.tgt_lang)
     if not probes:
         raise SystemExit("no built-in probe for this language pair: pass --sentence")
     return probes[0].source

@@ -2,21 +2,27 @@
 
 Each part's config node names its class with `_target_`; the builder adds the sizes that
 depend on other parts (embedding width, the decoder's attention factory) and ties the
-output projection to the target embeddings when asked. Only classes inside the `seq2seq`
-package are instantiated, so a config read from a downloaded checkpoint cannot run code.
+output projection to the target embeddings when asked.
+
+Only the project's own classes are built, looked up by exact name in an allow-list (the
+`_target_` defaults of the schemas in `seq2seq.config`: the encoders, decoders, attention
+classes and schedules of this package, and `torch.optim.AdamW`), and a
+part is built without Hydra's recursive instantiation: a value below the top of a part is
+passed as plain data, never built or called. A config read from a checkpoint is validated
+first by `seq2seq.checkpoint_config`.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from hydra.utils import instantiate
+from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
+from seq2seq.config import buildable_classes, nested_build_key
 from seq2seq.models.model import Bridge, Seq2Seq, TokenEmbedding
-
-ALLOWED_TARGET_PREFIXES = ("seq2seq.", "torch.optim.")
 
 
 class ConfigError(ValueError):
@@ -30,18 +36,36 @@ def plain(node: Any) -> Any:
     return node
 
 
+def allowed_class(config: Any, group: str) -> type:
+    """The class a part's config names, if the group's allow-list holds that exact name."""
+    target = config.get("_target_") if isinstance(config, dict) else None
+    allowed = buildable_classes(group)
+    if target not in allowed:
+        raise ConfigError(
+            f"{group}._target_={target!r} is not one of the project's {group} classes "
+            f"({', '.join(sorted(allowed))})"
+        )
+    return get_class(target)
+
+
 def instantiate_part(node: Any, key: str, **kwargs: Any) -> Any:
-    """`instantiate` a config node, refusing targets outside the project and naming `key`
-    in any error the constructor raises."""
+    """Build the part `key` (a config group: encoder, decoder, attention, optim, schedule)
+    from its node: the class comes from the allow-list, every other value is passed as a
+    keyword argument as it is. `_partial_=True` returns a factory instead of an object.
+    Any error the constructor raises becomes a ConfigError naming `key`."""
     config = plain(node)
-    target = config.get("_target_", "") if isinstance(config, dict) else ""
-    if not target.startswith(ALLOWED_TARGET_PREFIXES):
-        raise ConfigError(f"{key}._target_={target!r} is not a seq2seq or torch.optim class")
+    cls = allowed_class(config, key)
+    nested = nested_build_key(config, key)
+    if nested is not None:
+        raise ConfigError(f"{nested}: a nested _target_ (or another Hydra key) is not allowed")
+    partial = bool(kwargs.pop("_partial_", False))
+    arguments = {name: value for name, value in config.items() if name != "_target_"}
     try:
-        return instantiate(config, **kwargs)
+        if partial:
+            return functools.partial(cls, **arguments, **kwargs)
+        return cls(**arguments, **kwargs)
     except Exception as error:
-        cause = error.__cause__ or error
-        raise ConfigError(f"{key}: {cause}") from error
+        raise ConfigError(f"{key}: {error}") from error
 
 
 def build_model(cfg: DictConfig, src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:

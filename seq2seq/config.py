@@ -228,6 +228,7 @@ class TrainerConfig:
     resume: str | None = None  # checkpoint file, run folder, or "last"
     average_last: int = 0  # average the weights of the last N validations; kept if valid BLEU rises
     valid_max_sentences: int | None = None  # evenly spaced subset of the valid split
+    max_nonfinite_steps: int = 10  # stop after N updates in a row with a NaN/inf loss or grad norm
     test_search: SearchConfig = field(default_factory=SearchConfig)
 
 
@@ -284,3 +285,45 @@ def register_configs() -> None:
     for group, schemas in SCHEMAS.items():
         for name, node in schemas.items():
             store.store(group=group, name=name, node=node)
+
+
+# ---------------------------------------------------------------- what may be built
+
+# The config groups whose nodes name a class with `_target_`; only the classes of their
+# schemas above may be built (see `buildable_classes`).
+BUILDABLE_GROUPS = ("encoder", "decoder", "attention", "optim", "schedule")
+# Hydra's instantiate keys: never accepted below the top of a part, and only `_target_` there.
+HYDRA_KEYS = ("_target_", "_args_", "_partial_", "_recursive_", "_convert_")
+
+
+def buildable_classes(group: str) -> dict[str, type]:
+    """The allow-list of one group: exact `_target_` name → the schema of its config.
+
+    `buildable_classes("encoder")["seq2seq.models.encoders.RNNEncoder"] is RNNEncoderConfig`.
+    Raises KeyError for a group that builds nothing (`data`, `trainer`, ...).
+    """
+    if group not in BUILDABLE_GROUPS:
+        raise KeyError(f"the {group!r} config group builds no class")
+    return {schema._target_: schema for schema in SCHEMAS[group].values()}
+
+
+def nested_build_key(node: Any, path: str) -> str | None:
+    """The key path of the first value below `node` that would make Hydra build or call
+    something (a mapping holding `_target_` or another of Hydra's keys); None if there is
+    none. `node` is one part's values as plain Python, `path` the part's name."""
+    for child, value in _children(node, path):
+        if isinstance(value, dict) and any(hydra_key in value for hydra_key in HYDRA_KEYS):
+            return child
+        found = nested_build_key(value, child)
+        if found is not None:
+            return found
+    return None
+
+
+def _children(node: Any, path: str) -> list[tuple[str, Any]]:
+    """(key path, value) of each entry of a mapping or a list; [] for a scalar."""
+    if isinstance(node, dict):
+        return [(f"{path}.{key}", value) for key, value in node.items()]
+    if isinstance(node, (list, tuple)):
+        return [(f"{path}[{index}]", value) for index, value in enumerate(node)]
+    return []

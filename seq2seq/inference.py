@@ -1,7 +1,11 @@
 """A trained model ready to translate text: everything comes from one checkpoint.
 
-`Translator.load(path)` rebuilds the model from the config stored in the checkpoint (only
-classes of this package are instantiated) and the tokenisers from their stored bytes.
+`Translator.load(path)` rebuilds the model from the config stored in the checkpoint, after
+`seq2seq.checkpoint_config.validated_config` has checked it against the project's schemas
+and allow-list (nothing in it is built, called or interpolated beyond the project's own
+classes), and the tokenisers from their stored bytes. Every tool that loads a checkpoint
+(`seq2seq-translate`, `seq2seq-evaluate`, `scripts/bench.py`,
+`scripts/compare_alignments.py`) goes through it.
 """
 
 from __future__ import annotations
@@ -10,15 +14,16 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
-from omegaconf import OmegaConf
 
-from seq2seq.build import build_model
+from seq2seq.build import ConfigError, build_model
+from seq2seq.checkpoint import CheckpointError, load_checkpoint
+from seq2seq.checkpoint_config import validated_config
 from seq2seq.data.tokenizer import Tokenizer, tokenizer_from_bytes
 from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.search import Hypothesis
-from seq2seq.training.checkpoint import CheckpointError, load_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +43,36 @@ class Translation:
         return self.texts[0] if self.texts else ""
 
 
+def stored_tokenizers(saved: Any, path: str | Path) -> dict[str, Tokenizer]:
+    """The source and target tokenisers rebuilt from their stored bytes."""
+    if not isinstance(saved, dict) or set(saved) != {"src", "tgt"}:
+        raise CheckpointError(f"{path}: tokenizers: expected the entries src and tgt")
+    tokenizers = {}
+    for side, entry in saved.items():
+        try:
+            tokenizers[side] = tokenizer_from_bytes(entry["kind"], entry["model"], entry["lang"])
+        except Exception as error:  # sentencepiece and json raise many kinds on bad bytes
+            message = (
+                str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            )
+            raise CheckpointError(
+                f"{path}: tokenizers.{side}: the stored tokeniser cannot be read ({message})"
+            ) from error
+    return tokenizers
+
+
+def model_from_config(config: Any, tokenizers: dict[str, Tokenizer], path: str | Path):
+    """`build_model` on a validated config; CheckpointError when it cannot be built."""
+    try:
+        return build_model(config, tokenizers["src"].vocab_size, tokenizers["tgt"].vocab_size)
+    except ConfigError as error:
+        raise CheckpointError(f"{path}: {error}") from error
+    except (RuntimeError, TypeError, ValueError) as error:
+        raise CheckpointError(
+            f"{path}: the model cannot be built from its config: {error}"
+        ) from error
+
+
 class Translator:
     def __init__(self, model, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, config, device):
         self.model, self.config, self.device = model, config, device
@@ -46,17 +81,19 @@ class Translator:
 
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device = "cpu") -> Translator:
+        """The checkpoint's model and tokenisers; CheckpointError (one line naming the file
+        and the offending key) for anything that cannot be used as it is."""
         device = torch.device(device)
         payload = load_checkpoint(path, map_location=device)
-        config = OmegaConf.create(payload["config"])
-        tokenizers = {
-            side: tokenizer_from_bytes(saved["kind"], saved["model"], saved["lang"])
-            for side, saved in payload["tokenizers"].items()
-        }
-        model = build_model(config, tokenizers["src"].vocab_size, tokenizers["tgt"].vocab_size)
+        try:
+            config = validated_config(payload["config"])
+        except ConfigError as error:
+            raise CheckpointError(f"{path}: {error}") from error
+        tokenizers = stored_tokenizers(payload["tokenizers"], path)
+        model = model_from_config(config, tokenizers, path)
         try:
             model.load_state_dict(payload["model"])
-        except RuntimeError as error:
+        except (RuntimeError, TypeError, AttributeError) as error:
             raise CheckpointError(f"{path}: weights do not fit its own config: {error}") from error
         model.to(device).eval()
         return cls(model, tokenizers["src"], tokenizers["tgt"], config, device)
@@ -81,7 +118,9 @@ class Translator:
             self.model, [sources[i] for i in todo], settings, self.device, need_weights
         )
         found = dict(zip(todo, nbest))
-        return [self._translation(line, sources[i], found.get(i, [])) for i, line in enumerate(lines)]
+        return [
+            self._translation(line, sources[i], found.get(i, [])) for i, line in enumerate(lines)
+        ]
 
     def _translation(self, line: str, ids: list[int], hypotheses: list[Hypothesis]) -> Translation:
         src_pieces = [self.src_tokenizer.id_to_piece(i) for i in ids] + ["</s>"]

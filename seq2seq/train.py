@@ -8,13 +8,23 @@
     torchrun --standalone --nproc_per_node=2 -m seq2seq.train hydra.run.dir=outputs/ddp
 
 `main` is a thin shell over `run_training(cfg, run_dir)`, which tests call directly.
+
+Exit codes: 0 done; 2 a one-line error about the input or the run (a config value, a
+checkpoint, a data file, a run folder in use by another run, a checkpoint that could not be
+written, a diverged run); 143 stopped by SIGTERM or SIGUSR1 after saving `last.pt` at a step
+boundary (preempted: rerun the same command with `trainer.resume=<run folder>`). Ctrl-C also
+saves `last.pt` at a step boundary, then ends as an ordinary KeyboardInterrupt.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
+import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +35,13 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from seq2seq.build import ConfigError, build_model, count_parameters, plain
+from seq2seq.checkpoint import (
+    CheckpointError,
+    architecture_differences,
+    load_checkpoint,
+    load_resumable,
+    tokenizer_payload,
+)
 from seq2seq.config import register_configs
 from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import CorpusError
@@ -32,15 +49,62 @@ from seq2seq.data.fetch import FetchError
 from seq2seq.data.prepare import prepare
 from seq2seq.decoding import SearchSettings
 from seq2seq.metrics import corpus_scores
+from seq2seq.settings_checks import check_settings
 from seq2seq.training import distributed
-from seq2seq.training.checkpoint import CheckpointError, architecture_differences, load_checkpoint
 from seq2seq.training.logger import RunLogger
-from seq2seq.training.trainer import Trainer, tokenizer_payload
+from seq2seq.training.trainer import Trainer, TrainingDiverged, TrainingStopped
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
-# Errors that describe bad input (a config value, a file, a checkpoint), reported in one line.
-USER_ERRORS = (ConfigError, CheckpointError, FetchError, CorpusError)
+# The run folder's lock file (see `run_folder_lock`).
+LOCK_NAME = "train.lock"
+# Exit code of a run stopped by SIGTERM or SIGUSR1 after saving `last.pt`: resumable.
+PREEMPTED_EXIT = 143
 log = logging.getLogger(__name__)
+
+
+class RunFolderBusy(RuntimeError):
+    """Another training process is writing to the run folder."""
+
+
+# Errors that describe bad input or a run that cannot go on (a config value, a file, a
+# checkpoint, a busy run folder, a diverged run), reported in one line with exit code 2.
+USER_ERRORS = (
+    ConfigError, CheckpointError, FetchError, CorpusError, RunFolderBusy, TrainingDiverged
+)  # fmt: skip
+
+
+@contextlib.contextmanager
+def run_folder_lock(run_dir: Path) -> Iterator[None]:
+    """Hold an advisory lock (flock) on `run_dir/train.lock` for the block; raise RunFolderBusy
+    naming the folder and the holder's pid when another process holds it. The operating
+    system releases the lock when its process dies, so a killed run never blocks a resume."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / LOCK_NAME
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise RunFolderBusy(
+                f"run folder {run_dir} is in use by another training process (pid {holder}, "
+                f"lock file {path}); wait for it to end or give another hydra.run.dir"
+            ) from None
+        except OSError as error:  # a file system without flock: train unguarded
+            log.warning("cannot lock %s (%s); not guarding the run folder", path, error)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield  # closing the file releases the lock
+
+
+def remove_stale_temporaries(run_dir: Path) -> None:
+    """Delete checkpoint temporaries left by a process killed mid-write (only call this
+    while holding the run folder's lock: then no other process is writing one)."""
+    for stale in (run_dir / "checkpoints").glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+        log.info("removed %s, left by an interrupted checkpoint write", stale)
 
 
 def select_device(name: str) -> torch.device:
@@ -64,16 +128,18 @@ def resolve_resume(resume: str | None, run_dir: Path, outputs_root: Path) -> Pat
     `last.pt` under the outputs folder)."""
     if not resume:
         return None
-    if resume == "last":
-        candidates = sorted(
-            (p for p in outputs_root.glob("**/checkpoints/last.pt") if run_dir not in p.parents),
-            key=lambda p: p.stat().st_mtime,
-        )
-        if not candidates:
+    if resume == "last":  # a folder whose last.pt was lost mid-rotation still counts
+        found = [
+            p
+            for name in ("last.pt", "last.prev.pt")
+            for p in outputs_root.glob(f"**/checkpoints/{name}")
+            if run_dir not in p.parents
+        ]
+        if not found:
             raise CheckpointError(
                 f"trainer.resume=last: no checkpoints/last.pt under {outputs_root}"
             )
-        return candidates[-1]
+        return max(found, key=lambda p: p.stat().st_mtime).with_name("last.pt")
     path = Path(resume)
     return path / "checkpoints" / "last.pt" if path.is_dir() else path
 
@@ -105,6 +171,7 @@ def run_training(cfg: DictConfig, run_dir: Path, outputs_root: Path | None = Non
 
     Under `torchrun` every rank calls this (see `seq2seq.training.distributed`); rank 0's
     run folder is used by all, and only rank 0 returns the results (the others `{}`)."""
+    check_settings(cfg)  # out-of-range values stop here, naming the key
     ranks = distributed.from_environment()
     device = distributed.rank_device(select_device(cfg.trainer.device), ranks)
     distributed.start(ranks, device)
@@ -121,6 +188,23 @@ def _train_and_test(
     ranks: distributed.Distributed,
     device: torch.device,
 ) -> dict:
+    resume_path = resolve_resume(cfg.trainer.resume, run_dir, outputs_root or run_dir.parent)
+    if resume_path is not None:  # the run continues in its original folder
+        run_dir = resume_path.parent.parent
+    if not ranks.is_main:  # rank 0 guards the folder for all ranks
+        return _train_in_folder(cfg, run_dir, resume_path, ranks, device)
+    with run_folder_lock(run_dir):
+        remove_stale_temporaries(run_dir)
+        return _train_in_folder(cfg, run_dir, resume_path, ranks, device)
+
+
+def _train_in_folder(
+    cfg: DictConfig,
+    run_dir: Path,
+    resume_path: Path | None,
+    ranks: distributed.Distributed,
+    device: torch.device,
+) -> dict:
     if cfg.trainer.threads > 0:
         torch.set_num_threads(cfg.trainer.threads)
     if not ranks.is_main:  # rank 0 speaks for all
@@ -130,11 +214,9 @@ def _train_and_test(
         data = prepare(data_config(cfg))
     model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
     model.to(device)
-    resume_path = resolve_resume(cfg.trainer.resume, run_dir, outputs_root or run_dir.parent)
     if resume_path is not None:
-        payload = load_checkpoint(resume_path, map_location=device)
+        payload, resume_path = load_resumable(resume_path, map_location=device)
         check_compatible(payload, cfg, data, resume_path)
-        run_dir = resume_path.parent.parent
     logger = RunLogger(run_dir, enabled=cfg.logging.tensorboard and ranks.is_main)
     hooks = _visual_hooks(cfg, data) if ranks.is_main else []
     trainer = Trainer(cfg, model, data, run_dir, device, logger, hooks=hooks, ranks=ranks)
@@ -204,7 +286,7 @@ def try_averaged(trainer: Trainer) -> dict[str, float] | None:
     metrics = trainer.validate()
     trainer.logger.scalars({"valid/bleu_averaged": metrics["bleu"]}, trainer.progress.step)
     if metrics["bleu"] > trainer.progress.best_bleu:
-        trainer.save("averaged")
+        trainer.save("averaged", all_ranks=False)
         log.info("averaged weights: valid BLEU %.2f, used for the test", metrics["bleu"])
     else:
         trainer.model.load_state_dict(best_weights)
@@ -253,6 +335,8 @@ def main(cfg: DictConfig) -> None:
     except USER_ERRORS as error:  # one clear line, not a traceback
         log.error("%s", error)
         raise SystemExit(2) from error
+    except TrainingStopped as stopped:  # preempted; the trainer logged how to resume
+        raise SystemExit(PREEMPTED_EXIT) from stopped
 
 
 if __name__ == "__main__":

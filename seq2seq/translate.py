@@ -3,6 +3,9 @@
     seq2seq-translate CHECKPOINT "我爱中国。"            # sentences on the command line
     seq2seq-translate CHECKPOINT -i input.zh > out.en    # a file (or standard input)
     seq2seq-translate CHECKPOINT "我爱中国。" --show-attention --plot align.png
+
+Every problem with the options, the input or the checkpoint (a hostile or broken config,
+unreadable tokenisers) is one error line on stderr and exit code 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -10,13 +13,28 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
-from seq2seq.decoding import SearchSettings
+import torch
+
+from seq2seq.build import ConfigError
+from seq2seq.checkpoint import CheckpointError
+from seq2seq.decoding import SearchSettings, SearchSettingsError
 from seq2seq.inference import Translation, Translator
-from seq2seq.training.checkpoint import CheckpointError
 from seq2seq.visualise.text import attention_matrix_text
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line on stderr (no usage block), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class InputError(ValueError):
+    """An input file that cannot be read as UTF-8 text; the message names file and line."""
 
 
 def search_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,14 +48,49 @@ def search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
 
 
+def check_device(name: str) -> str | None:
+    """What is wrong with `--device` on this machine, or None."""
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError, ValueError):
+        return f"--device {name!r} is not a device name (cpu, cuda, cuda:N)"
+    if device.type == "cpu":
+        return None
+    if device.type != "cuda":
+        return f"--device {name!r}: only cpu and cuda are supported"
+    if not torch.cuda.is_available():
+        return f"--device {name!r}: no CUDA device is available on this machine"
+    if device.index is not None and device.index >= torch.cuda.device_count():
+        return f"--device {name!r}: this machine has {torch.cuda.device_count()} CUDA device(s)"
+    return None
+
+
+def checked_settings(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, n_best: int = 1
+) -> SearchSettings:
+    """The search settings and device of the options, or one error line and exit code 2."""
+    problem = check_device(args.device)
+    if problem is not None:
+        parser.error(problem)
+    try:
+        return settings_from(args, n_best)
+    except SearchSettingsError as error:
+        parser.error(f"--{error.field.replace('_', '-')} {error.problem}")
+
+
 def load_translator(args: argparse.Namespace, program: str) -> Translator | None:
     """Set up logging and load the checkpoint; None (after one error line) if it fails."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:
         return Translator.load(args.checkpoint, args.device)
-    except CheckpointError as error:
-        print(f"{program}: {error}", file=sys.stderr)
+    except (CheckpointError, ConfigError) as error:
+        print(f"{program}: {one_line(error)}", file=sys.stderr)
         return None
+
+
+def one_line(error: Exception) -> str:
+    """An error message on one line (a multi-line cause joined with '; ')."""
+    return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
 
 
 def settings_from(args: argparse.Namespace, n_best: int = 1) -> SearchSettings:
@@ -52,7 +105,7 @@ def settings_from(args: argparse.Namespace, n_best: int = 1) -> SearchSettings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="seq2seq-translate", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="seq2seq-translate", description=__doc__.split("\n")[0])
     search_arguments(parser)
     parser.add_argument("sentences", nargs="*", help="sentences to translate (else --input/stdin)")
     parser.add_argument("-i", "--input", type=Path, help="a file with one sentence per line")
@@ -62,18 +115,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def decode_lines(raw: Iterable[bytes], name: str) -> list[str]:
+    """UTF-8 lines without their line ends; InputError naming the first undecodable line."""
+    lines = []
+    for number, line in enumerate(raw, 1):
+        try:
+            lines.append(line.decode("utf-8").rstrip("\r\n"))
+        except UnicodeDecodeError as error:
+            raise InputError(f"{name} line {number}: not valid UTF-8 ({error.reason})") from error
+    return lines
+
+
+def read_text_lines(path: Path, option: str) -> list[str]:
+    """The lines of a UTF-8 file; InputError naming the option, the file and the line."""
+    try:
+        with path.open("rb") as handle:
+            return decode_lines(handle, str(path))
+    except OSError as error:
+        raise InputError(f"{option} {path}: {error.strerror or error}") from error
+
+
 def read_lines(args: argparse.Namespace) -> list[str]:
     if args.sentences:
         return list(args.sentences)
-    handle = args.input.open(encoding="utf-8") if args.input else sys.stdin
-    with handle:
-        return [line.rstrip("\n") for line in handle]
+    if args.input:
+        return read_text_lines(args.input, "--input")
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text stream substituted for stdin (tests, notebooks)
+        return [line.rstrip("\r\n") for line in sys.stdin]
+    return decode_lines(stream, "standard input")
 
 
 def format_translation(translation: Translation, n_best: int) -> list[str]:
-    """One line per input (n_best = 1), or `rank<TAB>score<TAB>text` lines."""
+    """One line per input (n_best = 1), or `rank<TAB>score<TAB>text` lines. An empty input
+    line has one empty translation: an empty line, or `1<TAB>0.0000<TAB>` with n-best."""
     if n_best == 1:
         return [translation.text]
+    if not translation.hypotheses:
+        return [f"1\t{0.0:.4f}\t"]
     return [
         f"{rank}\t{hyp.score:.4f}\t{text}"
         for rank, (hyp, text) in enumerate(zip(translation.hypotheses, translation.texts), 1)
@@ -88,14 +167,18 @@ def show_attention(translation: Translation) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    settings = checked_settings(parser, args, args.n_best)
+    try:
+        lines = read_lines(args)
+    except InputError as error:
+        parser.error(str(error))
     translator = load_translator(args, "seq2seq-translate")
     if translator is None:
         return 2
     need_weights = args.show_attention or args.plot is not None
-    translations = translator.translate(
-        read_lines(args), settings_from(args, args.n_best), need_weights
-    )
+    translations = translator.translate(lines, settings, need_weights)
     for translation in translations:
         print("\n".join(format_translation(translation, args.n_best)))
         if args.show_attention and translation.source:

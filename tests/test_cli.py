@@ -113,10 +113,30 @@ def test_evaluate_scores_equal_the_sacrebleu_command(trained_run, tmp_path, caps
     assert float(printed[1]) == pytest.approx(ours["chrf"], abs=5e-5)
 
 
-def test_evaluate_a_split_of_the_checkpoints_corpus(trained_run, capsys, monkeypatch):
+def test_evaluate_a_split_of_the_checkpoints_corpus(trained_run, capsys, tmp_path, monkeypatch):
+    """The split comes from the user's data config and data folder (--data-root), with the
+    checkpoint's split and subword settings; the current folder does not matter."""
     run, _ = trained_run
-    monkeypatch.chdir(run.parent)  # the checkpoint's data.root is absolute; cwd must not matter
-    code = evaluate.main([str(run / "checkpoints" / "best.pt"), "--split", "valid", "--beam-size", "1"])
+    monkeypatch.chdir(tmp_path)
+    code = evaluate.main(
+        [str(run / "checkpoints" / "best.pt"), "--split", "valid", "--beam-size", "1",
+         "--data-root", str(run.parent / "data")]
+    )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("BLEU") and "\nCHRF" in out
     assert (run / "checkpoints" / "best.valid.hyp").is_file()
+    assert list(tmp_path.iterdir()) == []  # nothing written to the current folder
+
+
+def test_evaluate_a_split_in_a_fresh_data_folder(trained_run, capsys, tmp_path):
+    """Another data folder prepares the same split and the same subwords from the raw file."""
+    run, _ = trained_run
+    outputs = {}
+    for name, root in (("trained", run.parent / "data"), ("fresh", tmp_path / "data")):
+        outputs[name] = tmp_path / f"{name}.hyp"
+        code = evaluate.main(
+            [str(run / "checkpoints" / "best.pt"), "--split", "valid", "--beam-size", "1",
+             "--data", "tatoeba_zh_en", "--data-root", str(root), "-o", str(outputs[name])]
+        )  # fmt: skip
+        assert code == 0, capsys.readouterr().err
+    assert outputs["fresh"].read_bytes() == outputs["trained"].read_bytes()

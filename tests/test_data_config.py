@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -28,11 +29,34 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
         ({"kind": "toy", "toy_task": "sort"}, "data.toy_task"),
         ({"kind": "toy", "toy_min_len": 5, "toy_max_len": 4}, "data.toy_max_len"),
         ({"kind": "toy", "toy_vocab_size": 27}, "data.toy_vocab_size"),
+        ({"sha256": "abc"}, "data.sha256 must be null or 64 hexadecimal digits"),
+        ({"sha256": "g" * 64}, "data.sha256"),
+        ({"max_member_bytes": 0}, "data.max_member_bytes must be > 0"),
+        ({"url": "ftp://example.org/cmn-eng.zip"}, "data.url must start with one of"),
+        ({"url": "https://example.org/anki/..%2Fup.zip"}, "data.url must be a plain name"),
+        ({"url": "https://example.org/anki/%2E%2E"}, "data.url must be a plain name"),
+        ({"url": "https://example.org/"}, "data.url must end in a file name"),
+        ({"name": "../elsewhere"}, "data.name must be a plain name"),
+        ({"name": ".."}, "data.name must be a plain name"),
+        ({"kind": "toy", "name": "a/b"}, "data.name must be a plain name"),
     ],
 )
 def test_invalid_values_name_the_key(overrides, message):
     with pytest.raises(ValueError, match=message):
         DataConfig(**overrides)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.org/anki/cmn-eng.zip",
+        "http://example.org/a%20b.zip",
+        "file:///srv/corpora/cmn-eng.zip",
+        "https://example.org/anki/..cmn.zip",
+    ],
+)
+def test_plain_urls_are_accepted(url):
+    assert DataConfig(url=url).url == url
 
 
 def test_unknown_key_is_rejected():
@@ -55,3 +79,10 @@ def test_the_two_tatoeba_directions_are_mirror_images():
     assert (zh_en.tgt_lang, zh_en.tgt_column) == (en_zh.src_lang, en_zh.src_column) == ("en", 0)
     assert zh_en.licence == "CC-BY 2.0 France; Tatoeba (tatoeba.org), via manythings.org/anki"
     assert zh_en.url == en_zh.url == "https://www.manythings.org/anki/cmn-eng.zip"
+
+
+def test_tatoeba_configs_pin_the_sha256_of_the_mirrored_corpus(corpus_mirror):
+    zh_en = OmegaConf.load(CONFIG_DIR / "data" / "tatoeba_zh_en.yaml")
+    en_zh = OmegaConf.load(CONFIG_DIR / "data" / "tatoeba_en_zh.yaml")
+    digest = hashlib.sha256((corpus_mirror / "cmn-eng.zip").read_bytes()).hexdigest()
+    assert zh_en.sha256 == en_zh.sha256 == digest

@@ -10,8 +10,8 @@ import sys
 import torch
 from helpers import TINY_TOY
 
-from seq2seq.training.checkpoint import load_checkpoint
-from seq2seq.training.distributed import Distributed, from_environment, shard
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.training.distributed import Distributed, from_environment, shard, stream
 
 
 def test_ranks_share_an_epoch_without_overlap_and_agree_on_positions():
@@ -79,3 +79,14 @@ def test_the_data_parallel_flag_follows_the_environment(monkeypatch):
     monkeypatch.delenv("WORLD_SIZE")
     monkeypatch.delenv("RANK")
     assert not from_environment().enabled and from_environment().is_main
+
+
+def test_the_stream_commits_positions_of_whole_groups_across_epochs():
+    """The cursor after each batch is where a resume continues: the next group of W
+    batches, or the next epoch's start after an epoch's last complete group."""
+    epochs = {0: ["a0", "a1", "a2", "a3", "a4"], 1: ["b0", "b1", "b2", "b3", "b4"]}
+    rank1 = list(stream(epochs.__getitem__, 0, 2, Distributed(1, 1, 2), max_epochs=2))
+    assert rank1 == [("a3", (1, 0)), ("b1", (1, 2)), ("b3", (2, 0))]
+    single = list(stream(epochs.__getitem__, 1, 3, Distributed(), max_epochs=2))
+    assert single == [("b3", (1, 4)), ("b4", (2, 0))]
+    assert list(stream(epochs.__getitem__, 2, 0, Distributed(), max_epochs=2)) == []

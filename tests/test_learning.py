@@ -43,6 +43,7 @@ TRANSFORMER = ["encoder=transformer", "decoder=transformer", "attention=multihea
 
 def train_toy(tmp_path, overrides: list[str]) -> tuple[Trainer, object]:
     cfg = compose_config(COMMON + overrides + [f"data.root={tmp_path}"])
+    torch.set_num_threads(cfg.trainer.threads)  # as seq2seq-train does; results depend on it
     torch.manual_seed(cfg.trainer.seed)
     data = prepare(DataConfig(**plain(cfg.data)))
     model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
@@ -84,6 +85,7 @@ def test_transformer_with_multihead_attention_learns_to_reverse(tmp_path):
     assert alignment(trainer, data) >= 0.90
 
 
+@pytest.mark.slow  # about 70 s; the attention models' own learning tests stay in `make test`
 def test_without_attention_long_sequences_are_clearly_worse(tmp_path):
     long = ["data.toy_min_len=14", "data.toy_max_len=20", "data.toy_train_size=4000",
             "trainer.max_steps=400", "trainer.valid_every=400"]  # fmt: skip

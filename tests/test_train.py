@@ -11,8 +11,8 @@ from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError, ValidationError
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from seq2seq.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from seq2seq.train import run_training
-from seq2seq.training.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 
 def _train(tmp_path, name: str, overrides: list[str]) -> tuple[dict, list[float]]:
@@ -48,7 +48,9 @@ def test_resumed_run_gives_the_same_losses_step_by_step(tmp_path):
     assert len(straight) == 12
     assert first_half + second_half == pytest.approx(straight, rel=1e-5, abs=1e-6)
     # The resumed run continued in the original run folder.
-    assert load_checkpoint(tmp_path / "halves" / "checkpoints" / "last.pt")["progress"]["step"] == 12
+    assert (
+        load_checkpoint(tmp_path / "halves" / "checkpoints" / "last.pt")["progress"]["step"] == 12
+    )
 
 
 def test_mismatched_checkpoint_is_refused_with_what_differs(tmp_path):
@@ -91,7 +93,13 @@ def test_wrong_config_key_or_value_fails_with_its_name(override, error, key):
 
 def test_interrupted_checkpoint_write_leaves_the_previous_one_intact(tmp_path, monkeypatch):
     path = tmp_path / "last.pt"
-    payload = {"format": 1, "model": {"w": torch.ones(3)}, "config": {}, "tokenizers": {}, "progress": {}}
+    payload = {
+        "format": 1,
+        "model": {"w": torch.ones(3)},
+        "config": {},
+        "tokenizers": {},
+        "progress": {},
+    }
     save_checkpoint(path, payload)
 
     def crash_midway(obj, handle, *args, **kwargs):
@@ -184,3 +192,56 @@ def test_compiled_training_step_gives_the_eager_losses(tmp_path):
     _, compiled = _train(tmp_path, "compiled", common + ["trainer.compile=true"])
     assert len(compiled) == 3
     assert compiled == pytest.approx(eager, rel=1e-4, abs=1e-5)
+
+
+def test_a_resumed_run_keeps_the_weights_kept_for_averaging(tmp_path):
+    common = ["trainer.valid_every=2", "trainer.average_last=2", "trainer.test_search.beam_size=1"]
+    straight, _ = _train(tmp_path, "straight", common + ["trainer.max_steps=6"])
+    _train(tmp_path, "halves", common + ["trainer.max_steps=4"])
+    resumed, _ = _train(
+        tmp_path,
+        "resume",
+        common + ["trainer.max_steps=6", f"trainer.resume={tmp_path / 'halves'}"],
+    )
+    one = load_checkpoint(tmp_path / "straight" / "checkpoints" / "last.pt")["snapshots"]
+    two = load_checkpoint(tmp_path / "halves" / "checkpoints" / "last.pt")["snapshots"]
+    assert len(one) == len(two) == 2  # the weights at steps 4 and 6
+    for kept, restored in zip(one, two):
+        for name, weight in kept.items():
+            assert torch.equal(restored[name], weight), name
+    assert resumed["averaged"] == straight["averaged"]
+
+
+def test_stop_signals_are_caught_only_inside_the_block_and_restored_after():
+    import signal
+    import threading
+
+    from seq2seq.training.trainer import StopRequest
+
+    def previous(signum, frame):
+        raise AssertionError("the trainer's handler should be in place")
+
+    old = signal.signal(signal.SIGUSR1, previous)
+    try:
+        with StopRequest() as stop:
+            signal.raise_signal(signal.SIGUSR1)
+            signal.raise_signal(signal.SIGTERM)  # the first signal is the one reported
+            assert stop.received == signal.SIGUSR1
+            with pytest.raises(KeyboardInterrupt):  # Ctrl-C while stopping: at once
+                signal.raise_signal(signal.SIGINT)
+            assert stop.immediate
+        assert signal.getsignal(signal.SIGUSR1) is previous
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+
+    installed = []
+
+    def in_a_thread():
+        with StopRequest():
+            installed.append(signal.getsignal(signal.SIGTERM))
+
+    worker = threading.Thread(target=in_a_thread)
+    worker.start()
+    worker.join()
+    assert installed == [signal.SIG_DFL]  # signal handlers belong to the main thread

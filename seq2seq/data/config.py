@@ -7,15 +7,20 @@ naming the key as it is written on the command line (`data.valid_size must be > 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 KINDS = ("parallel", "toy")
 TOY_TASKS = ("copy", "reverse")
 MODEL_TYPES = ("unigram", "bpe", "char", "word")
 CHINESE_LANGS = ("zh", "cmn")
 MAX_TOY_SYMBOLS = 26  # the toy symbols are the letters 'a' ... 'z'
+URL_SCHEMES = ("http", "https", "file")
+DEFAULT_MAX_MEMBER_BYTES = 2 << 30  # 2 GiB: Tatoeba's largest pair is a few hundred MB
+SHA256_PATTERN = re.compile(r"[0-9a-fA-F]{64}")
 
 
 @dataclass
@@ -33,6 +38,8 @@ class DataConfig:
     tgt_column: int = 0
     num_columns: int = 3  # a line with another number of columns is malformed
     licence: str = "CC-BY 2.0 France; Tatoeba (tatoeba.org), via manythings.org/anki"
+    sha256: str | None = None  # pin the corpus file: any other content is refused
+    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES  # larger zip members are not read
     # cleaning
     traditional_to_simplified: bool = False  # OpenCC t2s on the Chinese side only
     max_malformed_share: float = 0.5  # more malformed lines than this: wrong file, stop
@@ -48,7 +55,7 @@ class DataConfig:
     model_type: str = "unigram"  # "unigram" | "bpe" | "char" | "word"
     # batching
     max_tokens: int = 4096  # batch_size * longest side (with EOS/BOS) never exceeds this
-    max_len: int = 100  # training pairs with a side longer than this (subwords) are dropped
+    max_len: int = 100  # longer training pairs (subwords) are dropped, valid/test ids cut
     # toy tasks
     toy_task: str = "reverse"  # "copy" | "reverse"
     toy_vocab_size: int = 10  # number of symbols 'a', 'b', ...
@@ -66,6 +73,7 @@ class DataConfig:
     def validate(self) -> None:
         """Raise ValueError naming the first invalid key."""
         _check_choice("kind", self.kind, KINDS)
+        check_plain_name("data.name", self.name)
         _check_positive("max_tokens", self.max_tokens)
         _check_positive("max_len", self.max_len)
         if self.max_tokens < self.max_len + 1:
@@ -79,6 +87,12 @@ class DataConfig:
             self._validate_parallel()
 
     def _validate_parallel(self) -> None:
+        file_name_from_url(self.url)
+        if self.sha256 is not None and not SHA256_PATTERN.fullmatch(str(self.sha256)):
+            raise ValueError(
+                f"data.sha256 must be null or 64 hexadecimal digits, got {self.sha256!r}"
+            )
+        _check_positive("max_member_bytes", self.max_member_bytes)
         _check_positive("num_columns", self.num_columns)
         for key in ("src_column", "tgt_column"):
             column = getattr(self, key)
@@ -141,6 +155,41 @@ class DataConfig:
         if unknown:
             raise ValueError(f"unknown data config key(s): {', '.join(unknown)}")
         return cls(**{key: values[key] for key in values})
+
+
+def file_name_from_url(url: str) -> str:
+    """The file name a corpus URL is saved under: its last path segment, unquoted.
+
+    `https://x.org/anki/cmn-eng.zip` -> `cmn-eng.zip`. Raises ValueError (naming `data.url`)
+    for a scheme other than http, https or file, or when the last segment is not a plain
+    file name once unquoted (empty, `.`, `..`, or holding a `/`, `\\` or NUL, as `%2F`
+    would), so that the download can never land outside `raw/`.
+    """
+    parts = urlsplit(str(url))
+    if parts.scheme.lower() not in URL_SCHEMES:
+        raise ValueError(
+            f"data.url must start with one of {', '.join(s + '://' for s in URL_SCHEMES)}; "
+            f"got {url!r}"
+        )
+    segment = parts.path.rstrip("/").rsplit("/", 1)[-1]
+    name = unquote(segment)
+    if not name:
+        raise ValueError(f"data.url must end in a file name, got {url!r}")
+    check_plain_name("data.url", name, f" (the file name {name!r} of {url!r})")
+    return name
+
+
+def check_plain_name(key: str, name: str, context: str = "") -> None:
+    """Raise ValueError naming `key` unless `name` is one plain file or folder name.
+
+    Plain: not empty, not `.` or `..`, no path separator (`/`, `\\`) and no NUL byte, so
+    that joining it to a folder stays inside that folder.
+    """
+    if name in ("", ".", "..") or any(char in name for char in "/\\\0"):
+        raise ValueError(
+            f"{key} must be a plain name (not empty, '.' or '..', and without '/', '\\' or "
+            f"NUL){context}; got {name!r}"
+        )
 
 
 def _check_positive(key: str, value: int) -> None:

@@ -1,26 +1,38 @@
 """Read sentence pairs from a tab-separated corpus file (plain, or a member of a zip).
 
-Each line is decoded on its own, so one bad line costs one pair, not the file. A line with
-undecodable bytes, the wrong number of columns or an empty side is skipped and counted;
-when too many are skipped the file is probably not the corpus we expect and we stop.
+The file is read as a stream, line by line, and each line is decoded on its own, so one
+bad line costs one pair, not the file. A UTF-8 byte-order mark at the start of the file is
+dropped. A line with undecodable bytes, the wrong number of columns or an empty side is
+malformed; a line holding a control character (a C0 control other than tab, DEL, or a C1
+control: U+0000-U+0008, U+000A-U+001F, U+007F-U+009F, which includes NUL, a carriage return
+inside the line and NEL) is skipped too, as its text cannot be trusted; both are counted,
+separately, with their line numbers. When more than `max_malformed_share` of the lines are
+skipped, for either reason, the file is probably not the corpus we expect and we stop.
 Kept sentences are normalised (Unicode NFKC, whitespace collapsed and stripped) and the
 Chinese side may be converted from traditional to simplified characters with OpenCC.
+A zip member larger (uncompressed) than `max_member_bytes` is refused before it is read.
 """
 
 from __future__ import annotations
 
-import io
 import logging
+import re
 import unicodedata
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from seq2seq.data.config import DEFAULT_MAX_MEMBER_BYTES
+
 log = logging.getLogger(__name__)
 
 Pair = tuple[str, str]
 SHOWN_LINE_NUMBERS = 5
+UTF8_BOM = b"\xef\xbb\xbf"
+BOM_CHARACTER = "\ufeff"
+# C0 controls but tab, DEL and the C1 controls: a line holding one is skipped.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 
 
 class CorpusError(ValueError):
@@ -34,6 +46,7 @@ class CorpusStats:
     source: str  # file name, with `!member` for a zip member
     lines_read: int = 0
     malformed_lines: list[int] = field(default_factory=list)
+    control_char_lines: list[int] = field(default_factory=list)  # skipped: a control character
     converted_to_simplified: int = 0  # Chinese sentences changed by OpenCC t2s
 
     @property
@@ -41,13 +54,27 @@ class CorpusStats:
         return len(self.malformed_lines)
 
     @property
+    def control_chars(self) -> int:
+        return len(self.control_char_lines)
+
+    @property
+    def skipped(self) -> int:
+        """Lines not kept: malformed or holding a control character."""
+        return self.malformed + self.control_chars
+
+    @property
     def malformed_share(self) -> float:
-        return self.malformed / self.lines_read if self.lines_read else 0.0
+        """Share of the lines read that were skipped (malformed or with control characters)."""
+        return self.skipped / self.lines_read if self.lines_read else 0.0
 
 
 def normalise(text: str) -> str:
-    """Unicode NFKC, every run of whitespace turned into one space, ends stripped."""
-    return " ".join(unicodedata.normalize("NFKC", text).split())
+    """Unicode NFKC, U+FEFF removed, every run of whitespace one space, ends stripped.
+
+    U+FEFF is a byte-order mark (a file that had two, or a BOM from a concatenated file)
+    or the deprecated zero-width no-break space; either way it carries no text.
+    """
+    return " ".join(unicodedata.normalize("NFKC", text).replace(BOM_CHARACTER, "").split())
 
 
 def read_pairs(
@@ -60,19 +87,25 @@ def read_pairs(
     convert_src: Callable[[str], str] | None = None,
     convert_tgt: Callable[[str], str] | None = None,
     max_malformed_share: float = 0.5,
+    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
 ) -> tuple[list[Pair], CorpusStats]:
     """Read normalised `(src, tgt)` pairs from column `src_column` / `tgt_column` of each line.
 
     `convert_src` / `convert_tgt` run after normalisation on one side (for example
-    `traditional_to_simplified()`). Raises CorpusError when the share of malformed lines
-    exceeds `max_malformed_share` or when no pair is left.
+    `traditional_to_simplified()`). Raises CorpusError when the share of skipped lines
+    exceeds `max_malformed_share`, when no pair is left, or when the zip member is larger
+    than `max_member_bytes` (`data.max_member_bytes`) uncompressed.
     """
     path = Path(path)
     stats = CorpusStats(source=f"{path}!{member}" if member else str(path))
     pairs = []
-    for line_number, raw_line in enumerate(_raw_lines(path, member), start=1):
+    for line_number, raw_line in enumerate(_raw_lines(path, member, max_member_bytes), start=1):
         stats.lines_read += 1
-        pair = _parse_line(raw_line, src_column, tgt_column, num_columns)
+        try:
+            pair = _parse_line(raw_line, src_column, tgt_column, num_columns)
+        except _ControlCharacterError:
+            stats.control_char_lines.append(line_number)
+            continue
         if pair is None:
             stats.malformed_lines.append(line_number)
             continue
@@ -89,36 +122,64 @@ def traditional_to_simplified() -> Callable[[str], str]:
     return opencc.OpenCC("t2s").convert
 
 
-def _raw_lines(path: Path, member: str | None) -> Iterator[bytes]:
-    """The lines of the file (or zip member) as bytes, without their line ending."""
+class _ControlCharacterError(ValueError):
+    """A line holds a control character (see CONTROL_CHARACTERS)."""
+
+
+def _raw_lines(path: Path, member: str | None, max_member_bytes: int) -> Iterator[bytes]:
+    """The lines of the file (or zip member) as bytes, without their line ending or a BOM.
+
+    Streams: only one line is held in memory at a time.
+    """
     if not path.is_file():
         raise CorpusError(f"corpus file {path} does not exist")
     if zipfile.is_zipfile(path):
-        data = _read_member(path, member)
+        with (
+            zipfile.ZipFile(path) as archive,
+            _open_member(archive, path, member, max_member_bytes) as stream,
+        ):
+            yield from _lines_of(stream)
     else:
-        data = path.read_bytes()
-    for line in io.BytesIO(data):
+        with open(path, "rb") as stream:
+            yield from _lines_of(stream)
+
+
+def _lines_of(stream) -> Iterator[bytes]:
+    """Lines of a binary stream split at b"\\n", endings stripped, a leading UTF-8 BOM dropped."""
+    for line_number, line in enumerate(stream, start=1):
+        if line_number == 1 and line.startswith(UTF8_BOM):
+            line = line[len(UTF8_BOM) :]
         yield line.rstrip(b"\r\n")
 
 
-def _read_member(path: Path, member: str | None) -> bytes:
-    with zipfile.ZipFile(path) as archive:
-        names = archive.namelist()
-        if member is None and len(names) == 1:
-            member = names[0]
-        if member not in names:
-            raise CorpusError(
-                f"{path} holds no member {member!r} (it holds {', '.join(names[:10])})"
-            )
-        return archive.read(member)
+def _open_member(archive: zipfile.ZipFile, path: Path, member: str | None, max_bytes: int):
+    """Open the member (the only one when `member` is None) after checking its size."""
+    names = archive.namelist()
+    if member is None and len(names) == 1:
+        member = names[0]
+    if member not in names:
+        raise CorpusError(f"{path} holds no member {member!r} (it holds {', '.join(names[:10])})")
+    size = archive.getinfo(member).file_size
+    if size > max_bytes:
+        raise CorpusError(
+            f"{path}!{member} is {size:,} bytes uncompressed, more than "
+            f"data.max_member_bytes={max_bytes:,}; refused before reading it (raise "
+            "data.max_member_bytes if this file is really the corpus)"
+        )
+    return archive.open(member)
 
 
 def _parse_line(raw_line: bytes, src_column: int, tgt_column: int, num_columns: int) -> Pair | None:
-    """The normalised pair of one line, or None when the line is malformed."""
+    """The normalised pair of one line, or None when the line is malformed.
+
+    Raises _ControlCharacterError when the (decodable) line holds a control character.
+    """
     try:
         line = raw_line.decode("utf-8")
     except UnicodeDecodeError:
         return None
+    if CONTROL_CHARACTERS.search(line):
+        raise _ControlCharacterError(line)
     columns = line.split("\t")
     if len(columns) != num_columns:
         return None
@@ -147,21 +208,34 @@ def _convert(
 
 def _check_malformed(stats: CorpusStats, max_share: float, kept: int) -> None:
     if stats.malformed:
-        shown = ", ".join(map(str, stats.malformed_lines[:SHOWN_LINE_NUMBERS]))
-        more = ", ..." if stats.malformed > SHOWN_LINE_NUMBERS else ""
         log.warning(
             "%s: skipped %d malformed line(s) of %d (wrong number of columns, empty side or "
-            "not UTF-8), at line(s) %s%s",
+            "not UTF-8), at line(s) %s",
             stats.source,
             stats.malformed,
             stats.lines_read,
-            shown,
-            more,
+            _shown(stats.malformed_lines),
+        )
+    if stats.control_chars:
+        log.warning(
+            "%s: skipped %d line(s) of %d holding a control character (NUL, DEL, a C0 or C1 "
+            "control other than tab), at line(s) %s",
+            stats.source,
+            stats.control_chars,
+            stats.lines_read,
+            _shown(stats.control_char_lines),
         )
     if stats.malformed_share > max_share:
         raise CorpusError(
-            f"{stats.source}: {stats.malformed} of {stats.lines_read} lines are malformed "
-            f"(more than data.max_malformed_share={max_share}); this looks like the wrong file"
+            f"{stats.source}: {stats.skipped} of {stats.lines_read} lines are malformed or hold "
+            f"control characters (more than data.max_malformed_share={max_share}); this looks "
+            "like the wrong file"
         )
     if kept == 0:
         raise CorpusError(f"{stats.source}: no sentence pair found; this looks like the wrong file")
+
+
+def _shown(line_numbers: list[int]) -> str:
+    """The first few line numbers, comma separated, with ", ..." when there are more."""
+    shown = ", ".join(map(str, line_numbers[:SHOWN_LINE_NUMBERS]))
+    return shown + (", ..." if len(line_numbers) > SHOWN_LINE_NUMBERS else "")

@@ -2,12 +2,18 @@
 
 The cache file `encoded_<split>_<hash>.npz` holds, per side, all ids concatenated and the
 offsets where each sentence starts (no pickled objects, loaded with `allow_pickle=False`).
-The hash covers both subword models and the text, so any change re-encodes.
+The hash covers both subword models and the text, so any change re-encodes. The file is
+written through a temporary file named for the writing process, so parallel runs never
+write into one another's file; one that cannot be read (damaged by hand, a full disk) is
+encoded and written again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,7 +21,10 @@ import numpy as np
 
 from seq2seq.data.batching import ParallelData
 from seq2seq.data.corpus import Pair
+from seq2seq.data.fetch import temporary_beside
 from seq2seq.data.tokenizer import Tokenizer
+
+log = logging.getLogger(__name__)
 
 
 def encode_pairs(
@@ -41,7 +50,10 @@ def encode_pairs_cached(
     digest = encoding_hash(pairs, src_tokenizer, tgt_tokenizer)
     path = folder / f"encoded_{split_name}_{digest}.npz"
     if path.is_file():
-        return _load(path, pairs)
+        try:
+            return _load(path, pairs)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+            log.warning("cannot use the encoding cache %s (%s); encoding again", path, error)
     data = encode_pairs(pairs, src_tokenizer, tgt_tokenizer)
     _save(path, data)
     return data
@@ -60,15 +72,16 @@ def _save(path: Path, data: ParallelData) -> None:
     src_ids, src_offsets = _flatten([src for src, _ in data.examples])
     tgt_ids, tgt_offsets = _flatten([tgt for _, tgt in data.examples])
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.stem + ".part.npz")
-    np.savez(
-        temporary,
-        src_ids=src_ids,
-        src_offsets=src_offsets,
-        tgt_ids=tgt_ids,
-        tgt_offsets=tgt_offsets,
-    )
-    temporary.replace(path)
+    with temporary_beside(path) as temporary:
+        with open(temporary, "wb") as stream:
+            np.savez(
+                stream,
+                src_ids=src_ids,
+                src_offsets=src_offsets,
+                tgt_ids=tgt_ids,
+                tgt_offsets=tgt_offsets,
+            )
+        os.replace(temporary, path)
 
 
 def _load(path: Path, pairs: Sequence[Pair]) -> ParallelData:
@@ -76,7 +89,7 @@ def _load(path: Path, pairs: Sequence[Pair]) -> ParallelData:
         sources = _unflatten(arrays["src_ids"], arrays["src_offsets"])
         targets = _unflatten(arrays["tgt_ids"], arrays["tgt_offsets"])
     if len(sources) != len(pairs):
-        raise ValueError(f"{path} holds {len(sources)} examples, expected {len(pairs)}; delete it")
+        raise ValueError(f"{path} holds {len(sources)} examples, expected {len(pairs)}")
     examples = list(zip(sources, targets, strict=True))
     return ParallelData(examples, [src for src, _ in pairs], [tgt for _, tgt in pairs])
 

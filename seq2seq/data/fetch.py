@@ -3,6 +3,13 @@
 The file keeps the name its URL ends in and lands in `<root>/raw/`, with a
 `<name>.manifest.json` beside it recording where it came from and its sha256, so a run
 can state exactly which version of a corpus (whose public copy changes) it used.
+
+Nothing partial or unverified is kept: a download is streamed into a temporary file and
+renamed into place only once its length matches the server's Content-Length and its
+sha256 matches `data.sha256` when that pins one. An earlier copy whose bytes no longer
+match its manifest is refused, with both hashes and the files to delete. `raw/` is locked
+(an advisory `flock`, where the platform has one) while a file is fetched, so parallel
+runs fetch it once.
 """
 
 from __future__ import annotations
@@ -12,17 +19,24 @@ import json
 import logging
 import os
 import shutil
-import tempfile
+import uuid
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from http.client import HTTPException
 from pathlib import Path
 from urllib.error import URLError
-from urllib.parse import unquote, urlsplit
 from urllib.request import Request, urlopen
 
 from tqdm import tqdm
+
+from seq2seq.data.config import file_name_from_url
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: the per-process temporary names still keep writes whole
+    fcntl = None
 
 log = logging.getLogger(__name__)
 
@@ -45,37 +59,32 @@ def fetch(
     root: Path | str,
     mirror: Path | str | None = None,
     timeout: float = 30.0,
+    sha256: str | None = None,
 ) -> Path:
     """Return the path of `<root>/raw/<name>`, where `<name>` is the URL's last segment.
 
     Looks, in order, in the mirror folder (`mirror`, else the `SEQ2SEQ_DATA_MIRROR`
     environment variable), for an earlier copy in `<root>/raw/`, and finally downloads.
-    When `member` is given the file must be a zip holding it.
+    When `member` is given the file must be a zip holding it. When `sha256` is given
+    (`data.sha256`), a file with other content is refused, whichever way it came.
     """
     name = file_name_from_url(url)
-    target = Path(root) / "raw" / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mirror_file = _mirror_file(name, mirror)
-    if mirror_file is not None:
-        _copy_from_mirror(mirror_file, target)
-    elif target.is_file():
-        log.info("using the earlier copy %s", target)
-        if not manifest_path(target).is_file():
-            write_manifest(target, source="found in place")
-    else:
-        _download(url, target, timeout)
-        write_manifest(target, source=url)
+    raw = Path(root) / "raw"
+    target = raw / name
+    pinned = sha256.lower() if sha256 else None
+    with folder_lock(raw):
+        mirror_file = _mirror_file(name, mirror)
+        if mirror_file is not None:
+            _copy_from_mirror(mirror_file, target, pinned)
+        elif target.is_file():
+            log.info("using the earlier copy %s", target)
+            _check_earlier_copy(target, pinned)
+        else:
+            digest = _download(url, target, timeout, pinned)
+            write_manifest(target, source=url, sha256=digest)
     if member:
         _check_member(target, member)
     return target
-
-
-def file_name_from_url(url: str) -> str:
-    """The last path segment of `url`: `https://x.org/anki/cmn-eng.zip` -> `cmn-eng.zip`."""
-    name = unquote(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1])
-    if not name:
-        raise ValueError(f"data.url must end in a file name, got {url!r}")
-    return name
 
 
 def manifest_path(path: Path) -> Path:
@@ -90,17 +99,81 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_manifest(path: Path, source: str) -> dict[str, object]:
-    """Write `<file>.manifest.json`: source, sha256, size and the date of fetching."""
+def write_manifest(path: Path, source: str, sha256: str | None = None) -> dict[str, object]:
+    """Write `<file>.manifest.json`: source, sha256, size and the date of fetching.
+
+    `sha256` is the file's hash when the caller has already computed it.
+    """
     manifest = {
         "file": path.name,
         "source": source,
-        "sha256": sha256_of(path),
+        "sha256": sha256 or sha256_of(path),
         "size": path.stat().st_size,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    manifest_path(path).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(manifest, indent=2) + "\n"
+    write_atomically(manifest_path(path), text.encode("utf-8"))
     return manifest
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on `folder` (created if missing) until the block ends.
+
+    The lock is `flock` on the folder itself, so no lock file is left behind; another
+    process asking for it waits. Where `fcntl` is missing or the file system refuses
+    locks, the block runs unlocked (every write is still atomic) and a debug line says so.
+    Not re-entrant: a process must not lock the same folder twice.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    descriptor = _locked_descriptor(folder)
+    try:
+        yield
+    finally:
+        if descriptor is not None:
+            os.close(descriptor)  # closing the descriptor releases the lock
+
+
+def _locked_descriptor(folder: Path) -> int | None:
+    """An open descriptor of `folder` holding an exclusive flock, or None where impossible."""
+    if fcntl is None:
+        log.debug("no fcntl on this platform: %s is not locked", folder)
+        return None
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError as error:
+        log.debug("cannot open %s to lock it (%s); going on unlocked", folder, error)
+        return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+    except OSError as error:
+        os.close(descriptor)
+        log.debug("cannot lock %s (%s); going on unlocked", folder, error)
+        return None
+    return descriptor
+
+
+@contextmanager
+def temporary_beside(target: Path) -> Iterator[Path]:
+    """A new empty file beside `target`, named for this process, removed on exit unless renamed.
+
+    The name holds the process id and a random part, so parallel writers never share one;
+    it is created with the usual permissions (the umask), unlike `tempfile.mkstemp`.
+    """
+    path = target.with_name(f"{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part")
+    path.open("xb").close()
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file, so readers see the old or new file."""
+    with temporary_beside(path) as temporary:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
 
 
 def _mirror_file(name: str, mirror: Path | str | None) -> Path | None:
@@ -114,61 +187,130 @@ def _mirror_file(name: str, mirror: Path | str | None) -> Path | None:
     return None
 
 
-def _copy_from_mirror(mirror_file: Path, target: Path) -> None:
-    """Copy unless `target` already holds the same bytes (its manifest is then kept)."""
+def _copy_from_mirror(mirror_file: Path, target: Path, pinned: str | None) -> None:
+    """Copy unless `target` already holds the same bytes and a manifest that says so."""
     if target.is_file() and manifest_path(target).is_file():
-        if _same_file(mirror_file, target):
+        digest = sha256_of(target)
+        if digest == _recorded_sha256(target) and _same_file(mirror_file, target, digest):
+            source = f"the mirror copy {mirror_file} (and {target})"
+            _check_pinned(target, digest, pinned, source, remedy="replace the mirror copy")
             return
     log.info("copying %s from the mirror %s", target.name, mirror_file.parent)
-    with _temporary_beside(target) as temporary:
+    with temporary_beside(target) as temporary:
         shutil.copyfile(mirror_file, temporary)
+        digest = sha256_of(temporary)
+        _check_pinned(target, digest, pinned, source=f"the mirror copy {mirror_file}")
         os.replace(temporary, target)
-    write_manifest(target, source=str(mirror_file.resolve()))
+    write_manifest(target, source=str(mirror_file.resolve()), sha256=digest)
 
 
-def _same_file(first: Path, second: Path) -> bool:
-    if first.stat().st_size != second.stat().st_size:
+def _same_file(other: Path, target: Path, target_sha256: str) -> bool:
+    if other.stat().st_size != target.stat().st_size:
         return False
-    return sha256_of(first) == sha256_of(second)
+    return sha256_of(other) == target_sha256
 
 
-def _download(url: str, target: Path, timeout: float) -> None:
-    """Stream `url` into a temporary file beside `target`, renamed only when complete."""
-    request = Request(url, headers={"User-Agent": USER_AGENT})
-    log.info("downloading %s", url)
+def _check_earlier_copy(target: Path, pinned: str | None) -> None:
+    """Refuse an earlier copy whose bytes differ from its manifest (or from `data.sha256`)."""
+    digest = sha256_of(target)
+    if not manifest_path(target).is_file():
+        write_manifest(target, source="found in place", sha256=digest)
+    recorded = _recorded_sha256(target) or "nothing readable"
+    if digest != recorded:
+        raise FetchError(
+            f"{target} no longer matches its manifest {manifest_path(target)}: its sha256 is "
+            f"{digest} but the manifest records {recorded}. The file was changed or damaged "
+            f"after it was fetched; delete {target} and {manifest_path(target)} to fetch it "
+            "again (or put the right file back)."
+        )
+    remedy = f"delete {target} and {manifest_path(target)} to fetch it again"
+    _check_pinned(target, digest, pinned, source=f"the earlier copy {target}", remedy=remedy)
+
+
+def _recorded_sha256(target: Path) -> str | None:
+    """The sha256 that the manifest of `target` records; None when it cannot be read."""
     try:
-        with urlopen(request, timeout=timeout) as response, _temporary_beside(target) as temporary:
-            total = int(response.headers.get("Content-Length") or 0) or None
-            with (
-                open(temporary, "wb") as stream,
-                tqdm(total=total, unit="B", unit_scale=True, desc=target.name) as progress,
-            ):
-                for chunk in iter(lambda: response.read(CHUNK_BYTES), b""):
-                    stream.write(chunk)
-                    progress.update(len(chunk))
-            os.replace(temporary, target)
-    except (URLError, OSError, ValueError) as error:
-        raise FetchError(_offline_message(url, target, error)) from error
+        recorded = json.loads(manifest_path(target).read_text(encoding="utf-8"))["sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        log.warning("the manifest %s cannot be read (%r)", manifest_path(target), error)
+        return None
+    return str(recorded)
 
 
-def _offline_message(url: str, target: Path, error: Exception) -> str:
-    name = target.name
-    return (
-        f"could not download {url} ({error}). Get {name} by hand and either put it at "
-        f"{target} or set {MIRROR_ENV} to a folder holding {name}."
+def _check_pinned(
+    target: Path, digest: str, pinned: str | None, source: str, remedy: str = "nothing was kept"
+) -> None:
+    """FetchError with both hashes when `data.sha256` pins content other than `digest`."""
+    if pinned is None or digest == pinned:
+        return
+    raise FetchError(
+        f"{source} of {target.name} has sha256 {digest}, but data.sha256 pins {pinned}: "
+        f"refused ({remedy}). If this other version is wanted, set data.sha256={digest} "
+        "(or null to accept any)."
     )
 
 
-@contextmanager
-def _temporary_beside(target: Path) -> Iterator[Path]:
-    """A temporary path in the folder of `target`, removed on exit unless renamed away."""
-    handle, name = tempfile.mkstemp(dir=target.parent, prefix=target.name + ".", suffix=".part")
-    os.close(handle)
-    path = Path(name)
+def _download(url: str, target: Path, timeout: float, pinned: str | None) -> str:
+    """Stream `url` into a temporary file beside `target`, renamed only when complete.
+
+    Complete: as many bytes as the Content-Length header announced (when there is one)
+    and the pinned sha256 (when there is one). Returns the file's sha256.
+    """
+    request = Request(url, headers={"User-Agent": USER_AGENT})
+    log.info("downloading %s", url)
     try:
-        yield path
-    finally:
-        path.unlink(missing_ok=True)
+        with urlopen(request, timeout=timeout) as response, temporary_beside(target) as temporary:
+            expected = _content_length(response)
+            digest, received = _stream_to(response, temporary, expected, target.name)
+            if expected is not None and received != expected:
+                raise FetchError(
+                    f"the download of {url} stopped after {received:,} of the {expected:,} "
+                    f"bytes its Content-Length announced; nothing was kept. " + _by_hand(target)
+                )
+            _check_pinned(target, digest, pinned, source=f"the download {url}")
+            os.replace(temporary, target)
+    except (URLError, OSError, ValueError, HTTPException) as error:
+        raise FetchError(_offline_message(url, target, error)) from error
+    return digest
+
+
+def _content_length(response) -> int | None:
+    """The Content-Length header as an int, None when absent; ValueError when not a number."""
+    value = response.headers.get("Content-Length")
+    if value is None or str(value).strip() == "":
+        return None
+    length = int(value)
+    if length < 0:
+        raise ValueError(f"negative Content-Length {value!r}")
+    return length
+
+
+def _stream_to(response, path: Path, expected: int | None, label: str) -> tuple[str, int]:
+    """Copy `response` into `path` chunk by chunk; return its sha256 and its length."""
+    digest = hashlib.sha256()
+    received = 0
+    with (
+        open(path, "wb") as stream,
+        tqdm(total=expected or None, unit="B", unit_scale=True, desc=label) as progress,
+    ):
+        for chunk in iter(lambda: response.read(CHUNK_BYTES), b""):
+            stream.write(chunk)
+            digest.update(chunk)
+            received += len(chunk)
+            progress.update(len(chunk))
+    return digest.hexdigest(), received
+
+
+def _by_hand(target: Path) -> str:
+    name = target.name
+    return (
+        f"Get {name} by hand and either put it at {target} or set {MIRROR_ENV} to a folder "
+        f"holding {name}."
+    )
+
+
+def _offline_message(url: str, target: Path, error: Exception) -> str:
+    return f"could not download {url} ({error}). " + _by_hand(target)
 
 
 def _check_member(path: Path, member: str) -> None:

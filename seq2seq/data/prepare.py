@@ -1,13 +1,22 @@
 """`prepare(cfg)`: from a corpus URL (or a toy task) to encoded train / valid / test splits.
 
     fetch -> read and clean -> leakage-free split -> write text -> sentencepiece (train or
-    reuse) -> encode (or load the cached encoding) -> drop over-long training pairs
+    reuse) -> encode (or load the cached encoding) -> drop over-long training pairs and
+    truncate over-long valid / test sentences
 
 Everything written goes to `<root>/prepared/<name>/`: the split text files
 (`train.zh`, `train.en`, ...), the subword models `spm_<lang>_<hash>.model` and the encoded
 splits `encoded_<split>_<hash>.npz`, both cached by a hash of their inputs, so a second call
-is fast and a changed setting recomputes only what it affects. Toy tasks are generated in
-memory and write nothing.
+is fast and a changed setting recomputes only what it affects. The folder is locked
+(`flock`, where the platform has it) while it is written, so runs preparing the same corpus
+at once (a parallel sweep) take turns and end with the same files. Toy tasks are generated
+in memory and write nothing.
+
+Training pairs with a side longer than `data.max_len` pieces are dropped. Valid and test
+pairs are never dropped (the evaluation sets keep their size): their ids are cut to
+`data.max_len` pieces on each side, so decoding and the teacher-forced valid loss see at
+most that many positions, while their text lines, the BLEU references, stay whole. The
+summary counts the cut sentences (`valid_src_truncated`, ...).
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from seq2seq.data.batching import ParallelData
 from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import CorpusStats, Pair, read_pairs, traditional_to_simplified
 from seq2seq.data.encode import encode_pairs, encode_pairs_cached
-from seq2seq.data.fetch import fetch
+from seq2seq.data.fetch import fetch, folder_lock
 from seq2seq.data.split import SplitPairs, split_pairs, write_split
 from seq2seq.data.tokenizer import SubwordTokenizer, SymbolTokenizer, Tokenizer
 from seq2seq.data.toy import ToySpec, toy_splits
@@ -61,7 +70,7 @@ def prepare(cfg: DataConfig | Mapping[str, Any]) -> PreparedData:
 def _prepare_parallel(cfg: DataConfig) -> PreparedData:
     root = Path(cfg.root)
     folder = root / "prepared" / cfg.name
-    corpus_path = fetch(cfg.url, cfg.member or None, root=root)
+    corpus_path = fetch(cfg.url, cfg.member or None, root=root, sha256=cfg.sha256)
     pairs, stats = read_pairs(
         corpus_path,
         member=cfg.member or None,
@@ -69,17 +78,19 @@ def _prepare_parallel(cfg: DataConfig) -> PreparedData:
         tgt_column=cfg.tgt_column,
         num_columns=cfg.num_columns,
         max_malformed_share=cfg.max_malformed_share,
+        max_member_bytes=cfg.max_member_bytes,
         **_converters(cfg),
     )
     if cfg.max_pairs is not None:
         pairs = pairs[: cfg.max_pairs]
     split = split_pairs(pairs, valid_size=cfg.valid_size, test_size=cfg.test_size, seed=cfg.seed)
-    write_split(split, folder, cfg.src_lang, cfg.tgt_lang)
-    src_tokenizer, tgt_tokenizer = _subword_tokenizers(cfg, split.train, folder)
-    encoded = {
-        name: encode_pairs_cached(pairs_of_split, src_tokenizer, tgt_tokenizer, folder, name)
-        for name, pairs_of_split in split.by_name().items()
-    }
+    with folder_lock(folder):
+        write_split(split, folder, cfg.src_lang, cfg.tgt_lang)
+        src_tokenizer, tgt_tokenizer = _subword_tokenizers(cfg, split.train, folder)
+        encoded = {
+            name: encode_pairs_cached(pairs_of_split, src_tokenizer, tgt_tokenizer, folder, name)
+            for name, pairs_of_split in split.by_name().items()
+        }
     corpus_summary = _corpus_summary(stats, split)
     return _finish(cfg, encoded, src_tokenizer, tgt_tokenizer, folder, corpus_summary)
 
@@ -144,20 +155,25 @@ def _finish(
     folder: Path | None,
     summary: dict[str, Any],
 ) -> PreparedData:
-    """Drop over-long training pairs, then add the data statistics to `summary`."""
+    """Drop over-long training pairs, truncate over-long valid / test ones, then summarise."""
     train, dropped = drop_long_pairs(encoded["train"], cfg.max_len)
     if dropped:
         log.info("dropped %d training pairs longer than data.max_len=%d", dropped, cfg.max_len)
+    valid, valid_cut = truncate_long_pairs(encoded["valid"], cfg.max_len)
+    test, test_cut = truncate_long_pairs(encoded["test"], cfg.max_len)
+    truncated = {**_truncation_summary("valid", valid_cut), **_truncation_summary("test", test_cut)}
+    if any(truncated.values()):
+        log.warning(
+            "valid/test sentences longer than data.max_len=%d pieces are cut to it for decoding "
+            "and the valid loss (their references stay whole): %s",
+            cfg.max_len,
+            ", ".join(f"{key} {count}" for key, count in truncated.items()),
+        )
     prepared = PreparedData(
-        src_tokenizer,
-        tgt_tokenizer,
-        train,
-        encoded["valid"],
-        encoded["test"],
-        summary={},
-        folder=folder,
+        src_tokenizer, tgt_tokenizer, train, valid, test, summary={}, folder=folder
     )
-    prepared.summary = {"name": cfg.name, **summary, **_data_summary(cfg, prepared, dropped)}
+    data_summary = _data_summary(cfg, prepared, dropped)
+    prepared.summary = {"name": cfg.name, **summary, **data_summary, **truncated}
     return prepared
 
 
@@ -171,10 +187,30 @@ def drop_long_pairs(data: ParallelData, max_len: int) -> tuple[ParallelData, int
     return data.select(keep), len(data) - len(keep)
 
 
+def truncate_long_pairs(data: ParallelData, max_len: int) -> tuple[ParallelData, tuple[int, int]]:
+    """Cut each side's ids to `max_len` pieces, keeping every pair and every text line.
+
+    Returns the data and how many sources and targets were cut. The text lines (the
+    references BLEU is computed against) are left whole.
+    """
+    examples = [(src[:max_len], tgt[:max_len]) for src, tgt in data.examples]
+    src_cut = sum(len(src) > max_len for src, _ in data.examples)
+    tgt_cut = sum(len(tgt) > max_len for _, tgt in data.examples)
+    if not src_cut and not tgt_cut:
+        return data, (0, 0)
+    return ParallelData(examples, data.src_lines, data.tgt_lines), (src_cut, tgt_cut)
+
+
+def _truncation_summary(split_name: str, counts: tuple[int, int]) -> dict[str, int]:
+    src_cut, tgt_cut = counts
+    return {f"{split_name}_src_truncated": src_cut, f"{split_name}_tgt_truncated": tgt_cut}
+
+
 def _corpus_summary(stats: CorpusStats, split: SplitPairs) -> dict[str, Any]:
     return {
         "lines_read": stats.lines_read,
         "malformed_skipped": stats.malformed,
+        "control_char_skipped": stats.control_chars,
         "converted_to_simplified": stats.converted_to_simplified,
         "duplicates_removed": split.duplicates_removed,
         "sentence_groups": split.num_groups,

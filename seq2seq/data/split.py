@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.data.corpus import Pair
+from seq2seq.data.fetch import write_atomically
 
 SPLIT_NAMES = ("train", "valid", "test")
 
@@ -102,7 +103,8 @@ def write_split(split: SplitPairs, folder: Path, src_lang: str, tgt_lang: str) -
 
 
 def _write_lines(path: Path, lines: Sequence[str]) -> None:
-    text = "".join(line + "\n" for line in lines)
-    if path.is_file() and path.read_text(encoding="utf-8") == text:
+    """Write the lines through a temporary file, so a parallel reader never sees half a file."""
+    data = "".join(line + "\n" for line in lines).encode("utf-8")
+    if path.is_file() and path.read_bytes() == data:
         return  # unchanged: keep the file (and its mtime) as it is
-    path.write_text(text, encoding="utf-8")
+    write_atomically(path, data)

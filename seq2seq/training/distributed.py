@@ -8,6 +8,8 @@ of each epoch; rank r trains on batches r, r + W, r + 2W, ... and DDP averages t
 so one optimiser update consumes W batches, as `trainer.accumulate=W` does in one process.
 Rank 0 alone validates, writes checkpoints and logs, and evaluates on the test split; the
 other ranks receive its validation scores, so schedules and early stopping stay in step.
+A checkpoint holds every rank's random state, so a resume with the same number of ranks
+continues exactly; each rank's data position is the same count of whole groups of W batches.
 Backend: NCCL on CUDA, gloo on the CPU.
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -48,6 +50,14 @@ class Distributed:
         box = [value]
         dist.broadcast_object_list(box, src=0)
         return box[0]
+
+    def gather(self, value: T) -> list[T]:
+        """Every rank's `value` (any picklable object), in rank order, on every rank."""
+        if not self.enabled:
+            return [value]
+        box: list[Any] = [None] * self.world_size
+        dist.all_gather_object(box, value)
+        return box
 
     def any(self, flag: bool, device: torch.device) -> bool:
         """True on every rank when `flag` is true on at least one."""
@@ -119,3 +129,23 @@ def shard(batches: Sequence[Any], position: int, ranks: Distributed) -> Iterator
     usable = len(batches) - len(batches) % world
     for start_index in range(position, usable, world):
         yield start_index + world, batches[start_index + ranks.rank]
+
+
+def stream(
+    batches_of_epoch: Callable[[int], Sequence[T]],
+    epoch: int,
+    position: int,
+    ranks: Distributed,
+    max_epochs: int,
+) -> Iterator[tuple[T, tuple[int, int]]]:
+    """This rank's batches from (`epoch`, `position`) on, across epochs up to `max_epochs`,
+    each with the (epoch, position) the data stands at once it is consumed: the next group,
+    or (epoch + 1, 0) after an epoch's last group. A trainer commits that cursor to its
+    progress only when the batch's update has been applied, so a run that stops between two
+    updates resumes at the first batch of the one it did not finish."""
+    while epoch < max_epochs:
+        batches = batches_of_epoch(epoch)
+        end = len(batches) - len(batches) % ranks.world_size
+        for after, batch in shard(batches, position, ranks):
+            yield batch, ((epoch, after) if after < end else (epoch + 1, 0))
+        epoch, position = epoch + 1, 0

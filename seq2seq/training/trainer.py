@@ -3,40 +3,109 @@
 Read top to bottom: `Trainer.fit` loops over epochs and batches, `train_step` does one
 forward/backward (with gradient accumulation), `validate` scores greedy translations of
 the valid split, `save` writes a checkpoint that can both resume the run and translate.
+
+Step boundaries. The run's progress (step, epoch, data position) moves only when an update
+has been applied, so every checkpoint describes a state between two updates: the data
+position points at the first batch of the next update (of its first micro-batch with
+`trainer.accumulate`), and the saved random state is the one at that boundary. Resuming
+from any checkpoint therefore replays exactly what an uninterrupted run would have done.
+
+Stopping. SIGTERM and SIGUSR1 (a scheduler's preemption) and Ctrl-C (SIGINT) set a flag
+that the loop reads at the next step boundary: it saves `last.pt` there, then raises
+`TrainingStopped` (SIGTERM, SIGUSR1) or KeyboardInterrupt (Ctrl-C). A second Ctrl-C stops
+at once without saving. The handlers are installed only while `fit` runs, and only in the
+main thread.
+
+Non-finite updates. An update whose loss or gradient norm is NaN or infinite is skipped:
+its gradients are dropped, neither the optimiser nor the schedule steps, and the step
+counter does not advance (`trainer.max_steps` counts applied updates), while its batches
+count as consumed. Skips are counted (`train/skipped_steps`); `trainer.max_nonfinite_steps`
+skips in a row raise `TrainingDiverged` without saving anything over the checkpoints.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import math
+import signal
+import threading
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
 from seq2seq.build import instantiate_part
+from seq2seq.checkpoint import (
+    FORMAT_VERSION,
+    capture_rng_states,
+    restore_rng_states,
+    save_checkpoint,
+    tokenizer_payload,
+)
 from seq2seq.data.batching import Batch, TokenBatchSampler, collate
 from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.metrics import corpus_scores
 from seq2seq.models.model import Seq2Seq
 from seq2seq.special_tokens import PAD_ID
 from seq2seq.training import distributed
-from seq2seq.training.checkpoint import (
-    FORMAT_VERSION,
-    capture_rng_states,
-    restore_rng_states,
-    save_checkpoint,
-)
 from seq2seq.training.logger import RunLogger, sample_table
 from seq2seq.training.loss import label_smoothed_nll
-from seq2seq.training.progress import ProgressDisplay
+from seq2seq.training.progress import MetricsFile, ProgressDisplay
 
 log = logging.getLogger(__name__)
+# Signals that stop training at the next step boundary, after saving `last.pt`.
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGUSR1", "SIGINT") if hasattr(signal, name)
+)
+
+
+class TrainingDiverged(RuntimeError):
+    """Too many updates in a row had a non-finite loss or gradient norm."""
+
+
+class TrainingStopped(Exception):
+    """A stop signal (SIGTERM, SIGUSR1) ended training at a step boundary; `last.pt` holds
+    that boundary, so the run can be resumed."""
+
+    def __init__(self, signal_name: str, step: int, checkpoint: Path):
+        super().__init__(f"{signal_name}: stopped at step {step}, saved {checkpoint}")
+        self.signal_name, self.step, self.checkpoint = signal_name, step, checkpoint
+
+
+class StopRequest:
+    """While entered (in the main thread), SIGTERM, SIGUSR1 and SIGINT only record that a
+    stop was asked for; the training loop reads `received` at its step boundaries. A SIGINT
+    while a stop is already pending raises KeyboardInterrupt at once (an impatient Ctrl-C).
+    The previous handlers are restored on exit."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.immediate = False  # a second Ctrl-C interrupted without saving
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if signum == signal.SIGINT and self.received is not None:
+            self.immediate = True
+            raise KeyboardInterrupt
+        if self.received is None:
+            self.received = signum
+
+    def __enter__(self) -> StopRequest:
+        if threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        self._previous.clear()
 
 
 @dataclass
@@ -52,6 +121,8 @@ class Progress:
     validated_step: int = 0  # step of the latest validation
     train_seconds: float = 0.0
     stopped_early: bool = False
+    skipped_steps: int = 0  # updates skipped for a non-finite loss or gradient norm
+    nonfinite_streak: int = 0  # of which in a row, up to now
 
 
 class Trainer:
@@ -70,6 +141,7 @@ class Trainer:
         self.model, self.data, self.run_dir, self.device = model, data, run_dir, device
         self.ranks = ranks or distributed.Distributed()  # one process unless under torchrun
         self.logger = logger
+        self.metrics = MetricsFile(run_dir, enabled=self.ranks.is_main)
         self.hooks = hooks or []  # callables hook(trainer, step) run after each validation
         self.optimizer = instantiate_part(cfg.optim, "optim", params=model.parameters())
         self.schedule = self._build_schedule()
@@ -113,37 +185,77 @@ class Trainer:
     # ------------------------------------------------------------------ loop
 
     def fit(self) -> Progress:
-        """Train until max_steps, max_epochs, the time budget or early stopping."""
+        """Train until max_steps, max_epochs, the time budget or early stopping.
+
+        Raises TrainingStopped (SIGTERM, SIGUSR1) or KeyboardInterrupt (Ctrl-C) after saving
+        `last.pt` at the step boundary that followed the signal, and TrainingDiverged when
+        `trainer.max_nonfinite_steps` updates in a row were not finite."""
         show = self.cfg.logging.progress_bar and self.ranks.is_main
         display = ProgressDisplay(self.tcfg.max_steps, enabled=show)
         display.update(self.progress.step, {})
-        started = time.perf_counter() - self.progress.train_seconds
-        window = _Window()
-        try:
-            while not self._finished():
-                batches = self.sampler.batches(self.progress.epoch)
-                for position, batch_indices in distributed.shard(
-                    batches, self.progress.position, self.ranks
-                ):
-                    self.progress.position = position
-                    self._consume(batch_indices, window)
-                    self.progress.train_seconds = time.perf_counter() - started
-                    if self._after_update(window, display) or self._finished():
-                        break
-                else:
-                    self.progress.epoch += 1
-                    self.progress.position = 0
-        except KeyboardInterrupt:
-            self.progress.train_seconds = time.perf_counter() - started
+        self._clock_start = time.perf_counter() - self.progress.train_seconds
+        with StopRequest() as stop:
+            try:
+                self._train(stop, display)
+            except KeyboardInterrupt:
+                if stop.immediate:
+                    log.warning("interrupted twice: stopped at once, nothing saved since the "
+                                "last checkpoint")  # fmt: skip
+                raise
+            finally:
+                display.close()
+            if self.progress.step > self.progress.validated_step:  # stopped by time or epochs
+                self.validate_and_checkpoint()
             self.save("last")
-            display.close()
-            log.warning("interrupted: saved %s", self.run_dir / "checkpoints" / "last.pt")
-            raise
-        display.close()
-        if self.progress.step > self.progress.validated_step:  # stopped by time or epochs
-            self.validate_and_checkpoint()
-        self.save("last")
+            if self._stop_requested(stop):  # a signal during the last validation
+                self._stop(stop, saved=True)
         return self.progress
+
+    def _train(self, stop: StopRequest, display: ProgressDisplay) -> None:
+        """The update loop; returns when finished, raises on a stop signal or divergence."""
+        if self._validation_due():  # the run was stopped between an update and its validation
+            self.validate_and_checkpoint()
+        if self._finished():
+            return
+        window = _Window()
+        p = self.progress
+        batches = distributed.stream(
+            self.sampler.batches, p.epoch, p.position, self.ranks, self.tcfg.max_epochs
+        )
+        for batch_indices, cursor in batches:
+            applied = self._consume(batch_indices, window)
+            if applied is None:  # inside an accumulated update
+                continue
+            self.progress.epoch, self.progress.position = cursor  # the update is done
+            self.progress.train_seconds = time.perf_counter() - self._clock_start
+            if applied:
+                self._log_step(window, display)
+            stopping = self._stop_requested(stop)
+            if applied and not stopping and self._validation_due():
+                self.validate_and_checkpoint()
+                stopping = self._stop_requested(stop)  # a signal during the validation
+            if stopping:
+                self._stop(stop)
+            if self._finished():
+                return
+        # Every epoch read (an unfinished accumulated update at the very end is dropped).
+        self.progress.epoch, self.progress.position = self.tcfg.max_epochs, 0
+
+    def _stop_requested(self, stop: StopRequest) -> bool:
+        """Whether any rank received a stop signal (every rank stops at the same step)."""
+        return self.ranks.any(stop.received is not None, self.device)
+
+    def _stop(self, stop: StopRequest, saved: bool = False) -> NoReturn:
+        """Save `last.pt` at this step boundary, then end `fit` as the signal asks."""
+        path = self.run_dir / "checkpoints" / "last.pt" if saved else self.save("last")
+        name = signal.Signals(stop.received).name if stop.received else "a signal on another rank"
+        log.warning(
+            "%s: saved %s at step %d; continue with trainer.resume=%s",
+            name, path, self.progress.step, self.run_dir,
+        )  # fmt: skip
+        if stop.received == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise TrainingStopped(name, self.progress.step, path)
 
     def _finished(self) -> bool:
         p, t = self.progress, self.tcfg
@@ -152,14 +264,27 @@ class Trainer:
             over_time = self.ranks.any(p.train_seconds >= 60.0 * t.max_minutes, self.device)
         return p.step >= t.max_steps or p.epoch >= t.max_epochs or over_time or p.stopped_early
 
-    def _consume(self, batch_indices: list[int], window: _Window) -> None:
+    def _validation_due(self) -> bool:
+        step, t = self.progress.step, self.tcfg
+        due = step % t.valid_every == 0 or step >= t.max_steps
+        return step > self.progress.validated_step and due
+
+    def _consume(self, batch_indices: list[int], window: _Window) -> bool | None:
+        """Forward and backward on one batch; at the last micro-batch of an update, the
+        update. None inside an update, else whether the update was applied (not skipped)."""
         batch = collate([self.data.train.examples[i] for i in batch_indices], batch_indices)
         batch = batch.to(self.device)
         loss_sum, nll_sum = self.train_step(batch)
         window.add(loss_sum, nll_sum, batch)
         window.micro_batches += 1
-        if window.micro_batches % self.tcfg.accumulate == 0:
-            window.grad_norm = self.update()
+        if window.micro_batches % self.tcfg.accumulate != 0:
+            return None
+        applied, grad_norm = self.update(window.update_loss)
+        if applied:
+            window.commit(grad_norm)
+        else:
+            window.discard()
+        return applied
 
     def train_step(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Forward and backward on one batch; returns the summed (smoothed loss, NLL)."""
@@ -177,15 +302,46 @@ class Trainer:
             logits, _ = self.train_model(src, src_mask, tgt_in)  # (batch, tgt_len, vocab)
         return label_smoothed_nll(logits, tgt_out, self.tcfg.label_smoothing)
 
-    def update(self) -> torch.Tensor:
+    def update(self, loss: torch.Tensor | None = None) -> tuple[bool, torch.Tensor]:
+        """Clip the gradients and step, unless the update's loss or gradient norm is not
+        finite; returns (applied, gradient norm). One host sync, for the finiteness check."""
         grad_norm = torch.nn.utils.clip_grad_norm_(
             self.model.parameters(), self.tcfg.grad_clip if self.tcfg.grad_clip > 0 else math.inf
         )
+        finite = torch.isfinite(grad_norm)
+        if loss is not None:
+            finite = finite & torch.isfinite(loss)
+        if self.ranks.any(not bool(finite), self.device):
+            self.optimizer.zero_grad(set_to_none=True)
+            self._skip(loss, grad_norm)
+            return False, grad_norm
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.schedule.step()
         self.progress.step += 1
-        return grad_norm
+        self.progress.nonfinite_streak = 0
+        return True, grad_norm
+
+    def _skip(self, loss: torch.Tensor | None, grad_norm: torch.Tensor) -> None:
+        """Count a skipped update; raise TrainingDiverged after too many in a row."""
+        p, limit = self.progress, self.tcfg.max_nonfinite_steps
+        p.skipped_steps += 1
+        p.nonfinite_streak += 1
+        loss_value = float("nan") if loss is None else float(loss)
+        self.logger.scalars({"train/skipped_steps": p.skipped_steps}, p.step + 1)
+        log.warning(
+            "step %d: loss %s, gradient norm %s: update skipped (%d in a row, %d in all)",
+            p.step + 1, loss_value, float(grad_norm), p.nonfinite_streak, p.skipped_steps,
+        )  # fmt: skip
+        if p.nonfinite_streak >= limit:
+            raise TrainingDiverged(
+                f"training diverged at step {p.step + 1}: the loss or gradient norm was not "
+                f"finite for {p.nonfinite_streak} updates in a row "
+                f"(trainer.max_nonfinite_steps={limit}); the learning rate is probably too "
+                f"high (optim.lr={self.cfg.optim.lr}) or the computation overflows its "
+                f"floating-point type; nothing was saved after the divergence, the checkpoints "
+                f"in {self.run_dir / 'checkpoints'} are as they were"
+            )
 
     def _scheduled_sampling(self, batch: Batch) -> torch.Tensor:
         """Two-pass scheduled sampling (Bengio et al. 2015; Mihaylova & Liu 2019): with
@@ -204,19 +360,17 @@ class Trainer:
         tgt_in[:, 1:] = torch.where(replace, predicted, batch.tgt_in[:, 1:])
         return tgt_in
 
-    def _after_update(self, window: _Window, display: ProgressDisplay) -> bool:
-        """Logging and validation at their intervals; True when training should stop."""
-        if window.micro_batches % self.tcfg.accumulate != 0:
-            return False
+    def _log_step(self, window: _Window, display: ProgressDisplay) -> None:
+        """TensorBoard, `metrics.jsonl` and the status line, every `log_every` steps."""
         step = self.progress.step
-        if step % self.tcfg.log_every == 0 or step == 1:
-            stats = window.flush(self.schedule.lr)
-            self.train_losses.append(stats["train/loss"])
-            self.logger.scalars(stats, step)
-            display.update(step, {**stats, "epoch": self.progress.epoch})
-        if step % self.tcfg.valid_every == 0 or step >= self.tcfg.max_steps:
-            self.validate_and_checkpoint()
-        return self.progress.stopped_early
+        if step % self.tcfg.log_every != 0 and step != 1:
+            return
+        stats = window.flush(self.schedule.lr)
+        stats["train/skipped_steps"] = self.progress.skipped_steps
+        self.train_losses.append(stats["train/loss"])
+        self.logger.scalars(stats, step)
+        self.metrics.write(step, {**stats, "epoch": self.progress.epoch})
+        display.update(step, {**stats, "epoch": self.progress.epoch})
 
     # ------------------------------------------------------------------ validation
 
@@ -299,8 +453,13 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
 
-    def checkpoint_payload(self) -> dict[str, Any]:
-        return {
+    def checkpoint_payload(
+        self, with_snapshots: bool = False, rank_rng: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Everything to continue the run and to translate; `with_snapshots` adds the
+        weights kept for `trainer.average_last` (in `last.pt`, so a resume keeps them),
+        `rank_rng` every rank's random state (data parallel)."""
+        payload = {
             "format": FORMAT_VERSION,
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -310,21 +469,58 @@ class Trainer:
             "config": OmegaConf.to_container(self.cfg, resolve=True, enum_to_str=True),
             "tokenizers": tokenizer_payload(self.data),
         }
+        if with_snapshots and self.tcfg.average_last > 1:
+            payload["snapshots"] = list(self.snapshots)
+        if rank_rng is not None:
+            payload["rank_rng"] = rank_rng
+        return payload
 
-    def save(self, name: str) -> Path:
-        """Write `checkpoints/<name>.pt` (rank 0 only: the ranks hold the same weights)."""
+    def save(self, name: str, all_ranks: bool = True) -> Path:
+        """Write `checkpoints/<name>.pt` (rank 0 only: the ranks hold the same weights).
+        `last.pt` and `best.pt` keep their previous generation as `<name>.prev.pt`.
+        `all_ranks`: every rank calls this, and their random states are gathered into the
+        checkpoint (data parallel); False when rank 0 alone saves, after training."""
         path = self.run_dir / "checkpoints" / f"{name}.pt"
+        rank_rng = self._gather_rng_states() if all_ranks and self.ranks.enabled else None
         if self.ranks.is_main:
-            save_checkpoint(path, self.checkpoint_payload())
+            payload = self.checkpoint_payload(with_snapshots=name == "last", rank_rng=rank_rng)
+            save_checkpoint(path, payload, keep_previous=name in ("last", "best"))
         return path
 
     def restore(self, payload: dict[str, Any]) -> None:
-        """Continue from a checkpoint: weights, optimiser, schedule, progress, RNG."""
+        """Continue from a checkpoint: weights, optimiser, schedule, progress, RNG and the
+        weights kept for averaging."""
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.schedule.load_state_dict(payload["schedule"])
         self.progress = Progress(**payload["progress"])
-        restore_rng_states(payload["rng"])
+        restore_rng_states(self._own_rng_state(payload))
+        self.snapshots.clear()
+        if self.tcfg.average_last > 1:
+            self.snapshots.extend(payload.get("snapshots", []))
+
+    def _gather_rng_states(self) -> list[dict[str, Any]]:
+        """Every rank's random state, in rank order (sent as bytes: tensors in a gathered
+        object do not survive the trip)."""
+        buffer = io.BytesIO()
+        torch.save(capture_rng_states(), buffer)
+        blobs = self.ranks.gather(buffer.getvalue())
+        return [torch.load(io.BytesIO(blob), weights_only=True) for blob in blobs]
+
+    def _own_rng_state(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """This rank's saved random state; rank 0's (with a warning) when the checkpoint
+        was written by another number of ranks, which cannot resume exactly."""
+        states = payload.get("rank_rng")
+        if states is not None and len(states) == self.ranks.world_size:
+            return states[self.ranks.rank]
+        if self.ranks.enabled or states is not None:
+            saved = len(states) if states is not None else 1
+            log.warning(
+                "checkpoint written by %d rank(s), resumed on %d: the random state (dropout) "
+                "continues from rank 0's, so the run does not repeat exactly",
+                saved, self.ranks.world_size,
+            )  # fmt: skip
+        return payload["rng"]
 
 
 def _evenly_spaced(split: Any, limit: int | None) -> Any:
@@ -342,32 +538,46 @@ def _copy_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     }
 
 
-def tokenizer_payload(data: Any) -> dict[str, Any]:
-    """Both tokenisers as bytes, so that a checkpoint alone can translate."""
-    return {
-        side: {"lang": tok.lang, "kind": tok.kind, "model": tok.to_bytes()}
-        for side, tok in (("src", data.src_tokenizer), ("tgt", data.tgt_tokenizer))
-    }
-
-
 class _Window:
-    """Running sums between two log lines; one host sync per log line, none per step."""
+    """Running sums between two log lines; one host sync per log line, none per step.
+
+    The micro-batches of the update in progress are summed apart (`update_loss`) and join
+    the window only once their update is applied; a skipped update's are dropped."""
 
     def __init__(self):
         self.micro_batches = 0
         self.grad_norm = torch.zeros(())
         self._reset()
+        self._clear_update()
 
     def _reset(self):
         self.loss = self.nll = None
         self.tgt_tokens = self.src_tokens = 0
         self.started = time.perf_counter()
 
+    def _clear_update(self):
+        self.update_loss = self.update_nll = None
+        self.update_tgt_tokens = self.update_src_tokens = 0
+
     def add(self, loss_sum: torch.Tensor, nll_sum: torch.Tensor, batch: Batch) -> None:
-        self.loss = loss_sum if self.loss is None else self.loss + loss_sum
-        self.nll = nll_sum if self.nll is None else self.nll + nll_sum
-        self.tgt_tokens += batch.num_tgt_tokens
-        self.src_tokens += batch.num_src_tokens
+        """One micro-batch of the update in progress."""
+        self.update_loss = _plus(self.update_loss, loss_sum)
+        self.update_nll = _plus(self.update_nll, nll_sum)
+        self.update_tgt_tokens += batch.num_tgt_tokens
+        self.update_src_tokens += batch.num_src_tokens
+
+    def commit(self, grad_norm: torch.Tensor) -> None:
+        """The update was applied: its sums join the window."""
+        self.grad_norm = grad_norm
+        self.loss = _plus(self.loss, self.update_loss)
+        self.nll = _plus(self.nll, self.update_nll)
+        self.tgt_tokens += self.update_tgt_tokens
+        self.src_tokens += self.update_src_tokens
+        self._clear_update()
+
+    def discard(self) -> None:
+        """The update was skipped: forget its sums."""
+        self._clear_update()
 
     def flush(self, lr: float) -> dict[str, float]:
         seconds = max(time.perf_counter() - self.started, 1e-9)
@@ -382,3 +592,7 @@ class _Window:
         }
         self._reset()
         return stats
+
+
+def _plus(total: torch.Tensor | None, value: torch.Tensor) -> torch.Tensor:
+    return value if total is None else total + value

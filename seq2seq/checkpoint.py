@@ -8,6 +8,8 @@ a user needs to translate (the config and the sentencepiece models as bytes).
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import random
 from pathlib import Path
@@ -21,24 +23,56 @@ REQUIRED_KEYS = ("format", "model", "config", "tokenizers", "progress")
 # Config sections that define the architecture or its vocabulary: a checkpoint whose
 # values differ here cannot be loaded into the configured model.
 ARCHITECTURE_SECTIONS = ("encoder", "decoder", "attention", "model")
+log = logging.getLogger(__name__)
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint that is missing, unreadable or does not fit the configuration."""
 
 
-def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
+def previous_path(path: Path) -> Path:
+    """Where the previous generation of `path` is kept: `last.pt` -> `last.prev.pt`."""
+    return path.with_name(f"{path.stem}.prev{path.suffix}")
+
+
+def save_checkpoint(path: Path, payload: dict[str, Any], keep_previous: bool = False) -> None:
     """Write to a temporary file in the same folder, then rename over `path`.
 
-    A crash during the write leaves the previous checkpoint at `path` intact.
+    A crash during the write leaves the previous checkpoint at `path` intact. The temporary
+    file is named after this process, so two writers never share one. With `keep_previous`
+    the checkpoint being replaced is kept as `<name>.prev.pt` (see `load_resumable`). A
+    failed write (a full disk, a file size limit) removes the temporary file and raises one
+    CheckpointError naming `path` and the system's reason.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as handle:
-        torch.save(payload, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # Serialised in memory first: torch.save's zip writer turns a failed file write into a
+    # RuntimeError without the system's reason, a plain write reports ENOSPC or EFBIG.
+    try:
+        buffer = io.BytesIO()
+        torch.save(payload, buffer)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as handle:
+            handle.write(buffer.getbuffer())
+            handle.flush()
+            os.fsync(handle.fileno())
+        if keep_previous and path.is_file():
+            os.replace(path, previous_path(path))
+        os.replace(tmp, path)
+    except OSError as error:
+        _remove_quietly(tmp)
+        reason = error.strerror or str(error)
+        raise CheckpointError(f"cannot write checkpoint {path}: {reason}") from error
+    except BaseException:  # Ctrl-C or another error mid-write: no half-written file stays
+        _remove_quietly(tmp)
+        raise
+
+
+def _remove_quietly(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
@@ -60,6 +94,40 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             f"{path} has checkpoint format {payload['format']}, this version reads {FORMAT_VERSION}"
         )
     return payload
+
+
+def load_resumable(path: str | Path, map_location: str | torch.device = "cpu") -> tuple[dict, Path]:
+    """Load a checkpoint to continue a run from; returns (payload, the file used).
+
+    When `path` is missing or unreadable (a crash or a full disk tore it), the newest
+    readable of its previous generation (`last.prev.pt`) and, for `last.pt`, the run's
+    `best.pt` and `best.prev.pt` is used instead, with a warning naming both files. Only
+    when none is readable does it raise the CheckpointError of `path`.
+    """
+    path = Path(path)
+    try:
+        return load_checkpoint(path, map_location), path
+    except CheckpointError as error:
+        first_error = error
+    candidates = [previous_path(path)]
+    if path.name == "last.pt":
+        best = path.with_name("best.pt")
+        candidates += [best, previous_path(best)]
+    readable = []
+    for candidate in candidates:
+        if candidate.is_file():
+            try:
+                readable.append((load_checkpoint(candidate, map_location), candidate))
+            except CheckpointError as error:
+                log.warning("%s", error)
+    if not readable:
+        raise first_error
+    payload, used = max(readable, key=lambda item: item[0]["progress"].get("step", 0))
+    log.warning(
+        "%s; continuing from %s (step %d) instead",
+        first_error, used, payload["progress"].get("step", 0),
+    )  # fmt: skip
+    return payload, used
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -104,3 +172,11 @@ def restore_rng_states(states: dict[str, Any]) -> None:
     torch.set_rng_state(states["torch"].cpu())
     if "cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([state.cpu() for state in states["cuda"]])
+
+
+def tokenizer_payload(data: Any) -> dict[str, Any]:
+    """Both tokenisers as bytes, so that a checkpoint alone can translate."""
+    return {
+        side: {"lang": tok.lang, "kind": tok.kind, "model": tok.to_bytes()}
+        for side, tok in (("src", data.src_tokenizer), ("tgt", data.tgt_tokenizer))
+    }

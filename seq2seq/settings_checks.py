@@ -1,0 +1,200 @@
+"""Range checks of a composed training config, run before anything is prepared or built.
+
+The schemas in `seq2seq.config` check types; these check values: a count that must be at
+least 1, a dropout in [0, 1), a learning rate that is finite and positive. Without them
+`trainer.accumulate=0` is a ZeroDivisionError after training has started, `max_steps=-5`
+is accepted, a NaN `grad_clip` silently turns clipping off and a zero test beam fails only
+after training has finished.
+
+`check_settings(cfg)` raises `seq2seq.build.ConfigError` naming the first bad key as it is
+written on the command line (`trainer.accumulate must be at least 1, got 0`). It runs at the
+top of `seq2seq.train.run_training` and on every config read from a checkpoint
+(`seq2seq.checkpoint_config`). A key a section lacks is not checked, so the same rules
+serve every encoder, decoder and attention schema.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from seq2seq.build import ConfigError, plain
+from seq2seq.decoding import SearchSettings, SearchSettingsError
+
+# A rule returns what is wrong with a value ("must be at least 1"), or None when it is fine.
+Rule = Callable[[Any], "str | None"]
+MAX_SEED = 2**32 - 1  # numpy's seeds are 32-bit
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def at_least(minimum: int) -> Rule:
+    """A whole number >= minimum."""
+
+    def rule(value: Any) -> str | None:
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            return f"must be an integer of at least {minimum}"
+        return None
+
+    return rule
+
+
+def in_range(low: float, high: float, *, low_open: bool = False, high_open: bool = True) -> Rule:
+    """A finite number in [low, high) by default; `low_open` / `high_open` exclude the ends."""
+    left, right = "(" if low_open else "[", ")" if high_open else "]"
+
+    def rule(value: Any) -> str | None:
+        if not is_number(value) or not math.isfinite(value):
+            return f"must be a number in {left}{low}, {high}{right}"
+        too_low = value <= low if low_open else value < low
+        too_high = value >= high if high_open else value > high
+        if too_low or too_high:
+            return f"must be in {left}{low}, {high}{right}"
+        return None
+
+    return rule
+
+
+def positive_finite(value: Any) -> str | None:
+    if not is_number(value) or not math.isfinite(value) or value <= 0:
+        return "must be a finite number > 0"
+    return None
+
+
+def non_negative_finite(value: Any) -> str | None:
+    if not is_number(value) or not math.isfinite(value) or value < 0:
+        return "must be a finite number >= 0"
+    return None
+
+
+def optional(rule: Rule) -> Rule:
+    """`rule`, or null."""
+
+    def check(value: Any) -> str | None:
+        problem = None if value is None else rule(value)
+        return None if problem is None else f"{problem} (or null)"
+
+    return check
+
+
+def grad_clip_rule(value: Any) -> str | None:
+    """0 turns clipping off; otherwise a finite positive norm (NaN would turn it off too)."""
+    if non_negative_finite(value) is not None:
+        return "must be a finite number > 0, or 0 for no clipping"
+    return None
+
+
+def betas_rule(value: Any) -> str | None:
+    fraction = in_range(0.0, 1.0)
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        return "must be two numbers in [0, 1)"
+    if any(fraction(beta) is not None for beta in value):
+        return "must be two numbers in [0, 1)"
+    return None
+
+
+def device_rule(value: Any) -> str | None:
+    """`auto` or a name torch understands (whether that device exists is checked later)."""
+    if value == "auto":
+        return None
+    try:
+        torch.device(value)
+    except (RuntimeError, TypeError, ValueError):
+        return "must be auto, cpu, cuda or cuda:N"
+    return None
+
+
+FRACTION = in_range(0.0, 1.0)  # dropouts, label smoothing: [0, 1)
+PROBABILITY = in_range(0.0, 1.0, high_open=False)  # [0, 1]
+
+# Keys of encoder, decoder and attention parts (each schema holds some of them).
+PART_RULES: dict[str, Rule] = {
+    "hidden_size": at_least(1),
+    "num_layers": at_least(1),
+    "heads": at_least(1),
+    "ff_size": at_least(1),
+    "kernel_size": at_least(1),
+    "max_positions": at_least(1),
+    "dropout": FRACTION,
+    "attention_dropout": FRACTION,
+    "head_dim": optional(at_least(1)),
+    "hidden_dim": optional(at_least(1)),
+    "window": at_least(1),
+    "gumbel_tau": positive_finite,
+    "cosine_scale": optional(positive_finite),
+}
+
+SECTION_RULES: dict[str, dict[str, Rule]] = {
+    "encoder": PART_RULES,
+    "decoder": PART_RULES,
+    "attention": PART_RULES,
+    "model": {"embed_dim": at_least(1), "embed_dropout": FRACTION},
+    "optim": {
+        "lr": positive_finite,
+        "eps": positive_finite,
+        "weight_decay": non_negative_finite,
+        "betas": betas_rule,
+    },
+    "schedule": {
+        "warmup_steps": at_least(0),
+        "min_lr_ratio": PROBABILITY,
+        "factor": in_range(0.0, 1.0, low_open=True),
+        "patience": at_least(0),
+    },
+    "trainer": {
+        "max_steps": at_least(1),
+        "max_epochs": at_least(1),
+        "max_minutes": optional(positive_finite),
+        "valid_every": at_least(1),
+        "log_every": at_least(1),
+        "patience": at_least(0),
+        "grad_clip": grad_clip_rule,
+        "accumulate": at_least(1),
+        "label_smoothing": FRACTION,
+        "scheduled_sampling": PROBABILITY,
+        "seed": in_range(0, MAX_SEED, high_open=False),
+        "threads": at_least(0),
+        "average_last": at_least(0),
+        "valid_max_sentences": optional(at_least(1)),
+        "max_nonfinite_steps": at_least(1),
+        "device": device_rule,
+    },
+}
+
+
+def check_section(section: str, values: Mapping[str, Any], rules: Mapping[str, Rule]) -> None:
+    """Apply the rules of the keys `values` holds; ConfigError naming the first bad key."""
+    for key, rule in rules.items():
+        if key not in values:
+            continue
+        problem = rule(values[key])
+        if problem is not None:
+            raise ConfigError(f"{section}.{key} {problem}, got {values[key]!r}")
+
+
+def check_test_search(values: Mapping[str, Any]) -> None:
+    """`trainer.test_search` through `SearchSettings`' own checks, before training starts."""
+    try:
+        SearchSettings(**values)
+    except SearchSettingsError as error:
+        raise ConfigError(f"trainer.test_search.{error.field} {error.problem}") from error
+    except TypeError as error:  # a key SearchSettings does not know
+        raise ConfigError(f"trainer.test_search: {error}") from error
+
+
+def check_settings(cfg: DictConfig | Mapping[str, Any]) -> None:
+    """Raise ConfigError naming the first out-of-range value of a training config."""
+    config = plain(cfg)
+    for section, rules in SECTION_RULES.items():
+        values = config.get(section)
+        if isinstance(values, Mapping):
+            check_section(section, values, rules)
+    trainer = config.get("trainer")
+    if isinstance(trainer, Mapping) and isinstance(trainer.get("test_search"), Mapping):
+        check_test_search(trainer["test_search"])

@@ -1,0 +1,90 @@
+"""Non-finite losses: a NaN/inf loss or gradient norm skips the update and is counted; a run
+that keeps producing them stops with one message (exit code 2) and leaves its last good
+checkpoint as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+from helpers import TINY_TOY, compose_config
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from seq2seq.build import ConfigError
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.train import run_training
+from seq2seq.training import trainer as trainer_module
+
+
+def _all_finite(weights: dict[str, torch.Tensor]) -> bool:
+    return all(bool(torch.isfinite(t).all()) for t in weights.values() if t.is_floating_point())
+
+
+@pytest.mark.attack("nonfinite")
+def test_a_diverging_run_stops_with_one_message_and_exit_code_2(tmp_path):
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "seq2seq.train", *TINY_TOY, f"data.root={tmp_path / 'data'}",
+               f"hydra.run.dir={run_dir}", "optim.lr=1e9", "trainer.max_steps=200",
+               "trainer.valid_every=5", "trainer.valid_max_sentences=4", "trainer.max_nonfinite_steps=3",
+               "trainer.test_search.beam_size=2"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    finished = subprocess.run(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=300
+    )
+    output = finished.stdout
+    assert finished.returncode == 2, output[-3000:]
+    assert "Traceback" not in output and "IndexError" not in output
+    errors = [line for line in output.splitlines() if "[ERROR]" in line]
+    assert len(errors) == 1, errors
+    assert "3 updates in a row" in errors[0] and "learning rate" in errors[0]
+    assert "optim.lr" in errors[0]
+    stopped_at = int(re.search(r"at step (\d+)", errors[0]).group(1))
+    # The last good checkpoint is intact, loadable, finite and from before the divergence.
+    last = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert _all_finite(last["model"])
+    assert last["progress"]["step"] <= stopped_at
+    assert not (run_dir / "results.json").exists()  # no test search on broken weights
+
+
+@pytest.mark.attack("nonfinite")
+def test_one_nan_batch_is_skipped_counted_and_training_continues(tmp_path, monkeypatch):
+    original = trainer_module.Trainer._forward_loss
+    calls = {"count": 0}
+
+    def poison_the_fifth_batch(self, src, src_mask, tgt_in, tgt_out):
+        loss_sum, nll_sum = original(self, src, src_mask, tgt_in, tgt_out)
+        calls["count"] += 1
+        if calls["count"] == 5:
+            loss_sum = loss_sum * float("nan")
+        return loss_sum, nll_sum
+
+    monkeypatch.setattr(trainer_module.Trainer, "_forward_loss", poison_the_fifth_batch)
+    cfg = compose_config(TINY_TOY + [f"data.root={tmp_path / 'data'}", "trainer.max_steps=8",
+                                     "trainer.valid_every=8", "trainer.test_search.beam_size=1"])  # fmt: skip
+    run_dir = tmp_path / "run"
+    results = run_training(cfg, run_dir, outputs_root=tmp_path)
+    assert results["steps"] == 8  # steps count applied updates: the skipped one is redone
+    assert calls["count"] == 9
+    payload = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert payload["progress"]["skipped_steps"] == 1
+    assert payload["progress"]["nonfinite_streak"] == 0
+    assert _all_finite(payload["model"])
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == list(range(1, 9))
+    assert all(torch.isfinite(torch.tensor(row["train/loss"])) for row in rows)
+    events = EventAccumulator(str(run_dir / "tensorboard"))
+    events.Reload()
+    skipped = events.Scalars("train/skipped_steps")
+    assert skipped and skipped[-1].value == 1
+
+
+@pytest.mark.attack("nonfinite")
+def test_max_nonfinite_steps_below_one_is_refused_with_its_name(tmp_path):
+    cfg = compose_config(TINY_TOY + [f"data.root={tmp_path}", "trainer.max_nonfinite_steps=0"])
+    with pytest.raises(ConfigError, match="trainer.max_nonfinite_steps"):
+        run_training(cfg, tmp_path / "run", outputs_root=tmp_path)

@@ -1,0 +1,128 @@
+"""Out-of-range trainer and model settings: refused at start-up, before any data is prepared
+or any step is taken, by an error that names the key; the command exits 2 with one error
+line. Before these checks `trainer.accumulate=0` was a ZeroDivisionError after training
+had started, `trainer.max_steps=-5` was accepted and a NaN `grad_clip` turned clipping off.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import TINY_TOY, compose_config
+
+from seq2seq.build import ConfigError
+from seq2seq.settings_checks import check_settings
+from seq2seq.train import run_training
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Bounded even if a bad value slipped through: two steps on a small toy set.
+QUICK = TINY_TOY + ["trainer.max_steps=2", "trainer.valid_every=2", "logging.tensorboard=false",
+                    "trainer.test_search.beam_size=1", "data.toy_train_size=64",
+                    "data.toy_valid_size=8", "data.toy_test_size=8"]  # fmt: skip
+
+pytestmark = pytest.mark.attack("settings")
+
+BAD_VALUES = [
+    "trainer.accumulate=0",
+    "trainer.log_every=0",
+    "trainer.valid_every=0",
+    "trainer.max_steps=-5",
+    "trainer.max_steps=0",
+    "trainer.max_epochs=0",
+    "trainer.patience=-1",
+    "trainer.label_smoothing=1.0",
+    "trainer.label_smoothing=-0.1",
+    "trainer.scheduled_sampling=1.5",
+    "trainer.grad_clip=nan",
+    "trainer.grad_clip=-1.0",
+    "trainer.grad_clip=inf",
+    "trainer.seed=-1",
+    "trainer.threads=-2",
+    "trainer.max_minutes=0",
+    "trainer.device=banana",
+    "trainer.test_search.beam_size=0",
+    "trainer.test_search.batch_size=0",
+    "trainer.test_search.max_len_a=-1",
+    "trainer.test_search.length_penalty=nan",
+    "model.embed_dim=0",
+    "model.embed_dropout=1.0",
+    "encoder.hidden_size=0",
+    "decoder.hidden_size=-1",
+    "encoder.num_layers=0",
+    "decoder.num_layers=0",
+    "encoder.dropout=1.0",
+    "decoder.dropout=-0.1",
+    "attention.heads=0",
+    "attention.dropout=1.5",
+    "attention.window=0",
+    "optim.lr=0",
+    "optim.lr=-0.001",
+    "optim.lr=nan",
+    "optim.lr=inf",
+    "optim.eps=0",
+    "optim.weight_decay=-0.1",
+    "schedule.warmup_steps=-1",
+]
+TRANSFORMER = ["encoder=transformer", "decoder=transformer", "encoder.hidden_size=32",
+               "decoder.hidden_size=32", "encoder.ff_size=32", "decoder.ff_size=32"]  # fmt: skip
+
+
+def key_of(override: str) -> str:
+    return override.split("=", 1)[0]
+
+
+@pytest.mark.parametrize("override", BAD_VALUES)
+def test_bad_value_is_refused_before_training(override, tmp_path, fault_figures):
+    cfg = compose_config(QUICK + [override])
+    with pytest.raises(ConfigError, match=key_of(override).replace(".", r"\.")):
+        run_training(cfg, tmp_path / "run", outputs_root=tmp_path)
+    assert not (tmp_path / "run").exists()
+    fault_figures.add("bad_settings_refused", 1)
+
+
+@pytest.mark.parametrize(
+    "override", ["encoder.heads=0", "decoder.ff_size=0", "decoder.max_positions=0"]
+)
+def test_bad_transformer_value_is_refused(override):
+    cfg = compose_config(QUICK + TRANSFORMER + [override])
+    with pytest.raises(ConfigError, match=key_of(override).replace(".", r"\.")):
+        check_settings(cfg)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [["trainer.grad_clip=0"], ["trainer.grad_clip=0.5", "trainer.label_smoothing=0"],
+     ["trainer.max_minutes=null", "attention.head_dim=null"], ["trainer.seed=0"]],
+    ids=["no_clipping", "small_clip", "nulls", "seed_zero"],
+)  # fmt: skip
+def test_good_values_pass(overrides):
+    check_settings(compose_config(QUICK + overrides))
+
+
+@pytest.mark.parametrize(
+    "experiment",
+    sorted(path.stem for path in (REPO_ROOT / "configs" / "experiment").glob("*.yaml")),
+)
+def test_every_preset_passes(experiment):
+    """No false alarm on the configurations the project ships."""
+    check_settings(compose_config([f"+experiment={experiment}"]))
+
+
+@pytest.mark.parametrize("override", ["trainer.accumulate=0"])
+def test_command_line_exits_2_with_one_error_line(override, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "seq2seq.train", "data=toy_copy", override,
+         f"hydra.run.dir={tmp_path / 'run'}"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    errors = [line for line in output.splitlines() if "ERROR" in line or "Error" in line]
+    assert result.returncode == 2, output
+    assert "Traceback" not in output
+    assert len(errors) == 1 and key_of(override) in errors[0], output
+    assert "parameters" not in output  # stopped before the model was built
