@@ -38,7 +38,7 @@ faults: $(STAMP)
 	  status=$$?; $(PY) scripts/faults_report.py $(FAULTS_REPORT) | tee faults-report.md; exit $$status
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check seq2seq tests scripts
+	$(VENV)/bin/ruff check seq2seq tests scripts configs
 
 tensorboard: $(STAMP)
 	$(VENV)/bin/tensorboard --logdir outputs --host 127.0.0.1 --port 6006

@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 from compare import read_scalars  # scripts/compare.py, beside this script
-from hydra import compose, initialize_config_dir
+from hydra import compose, initialize_config_module
 from omegaconf import DictConfig
 
 from seq2seq.build import build_model, count_parameters, plain
@@ -55,7 +55,7 @@ from seq2seq.evaluate import split_data_config
 from seq2seq.flops import training_flops
 from seq2seq.inference import Translator
 from seq2seq.metrics import corpus_scores
-from seq2seq.train import CONFIG_DIR, seed_everything, select_device
+from seq2seq.train import seed_everything, select_device
 from seq2seq.training.logger import RunLogger
 from seq2seq.training.trainer import Trainer
 
@@ -152,7 +152,7 @@ def preset_config(
         overrides.append("trainer.compile=true")
     if max_tokens is not None:
         overrides.append(f"data.max_tokens={max_tokens}")
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+    with initialize_config_module(config_module="seq2seq.configs", version_base="1.3"):
         return compose(config_name="train", overrides=overrides)
 
 

@@ -36,15 +36,22 @@ def plain(node: Any) -> Any:
     return node
 
 
-def allowed_class(config: Any, group: str) -> type:
-    """The class a part's config names, if the group's allow-list holds that exact name."""
+def allowed_target(config: Any, group: str) -> tuple[str, type]:
+    """A part's `_target_` and its schema, if the group's allow-list holds that exact name;
+    else a ConfigError naming `<group>._target_` and the allowed names."""
     target = config.get("_target_") if isinstance(config, dict) else None
     allowed = buildable_classes(group)
     if target not in allowed:
         raise ConfigError(
-            f"{group}._target_={target!r} is not one of the project's {group} classes "
+            f"{group}._target_: {target!r} is not one of the project's {group} classes "
             f"({', '.join(sorted(allowed))})"
         )
+    return target, allowed[target]
+
+
+def allowed_class(config: Any, group: str) -> type:
+    """The class a part's config names, if the group's allow-list holds that exact name."""
+    target, _ = allowed_target(config, group)
     return get_class(target)
 
 

@@ -28,14 +28,13 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from seq2seq.build import ConfigError
+from seq2seq.build import ConfigError, allowed_target
 from seq2seq.config import (
     BUILDABLE_GROUPS,
     HYDRA_KEYS,
     LoggingConfig,
     ModelConfig,
     TrainerConfig,
-    buildable_classes,
     nested_build_key,
 )
 from seq2seq.data.config import DataConfig
@@ -110,14 +109,8 @@ def schema_for(section: str, value: Any) -> type | None:
         return FIXED_SCHEMAS[section]
     if section == "name":
         return None
-    target = value.get("_target_") if isinstance(value, dict) else None
-    allowed = buildable_classes(section)
-    if target not in allowed:
-        raise ConfigError(
-            f"{section}._target_: {target!r} is not one of the project's {section} classes "
-            f"({', '.join(sorted(allowed))})"
-        )
-    return allowed[target]
+    _, schema = allowed_target(value, section)
+    return schema
 
 
 def merged_section(section: str, value: Any) -> Any:

@@ -11,7 +11,7 @@ through the same function as validation (`seq2seq.metrics.corpus_scores`).
 Which data a split comes from is the user's choice, not the checkpoint's: a checkpoint may
 come from someone else, and its data section could name any URL to download and any
 folder to write to. So in split mode the corpus is described by one of the project's own
-data configs (`configs/data/<NAME>.yaml`: `--data NAME`, by default the config whose name
+data configs (`configs/data/<NAME>.yaml`: `--data NAME`, or a YAML file of your own: `--data FILE.yaml`, by default the config whose name
 is the checkpoint's `data.name`, refused when there is none), its files go below
 `--data-root` (default `data`, relative to the current folder), and from the checkpoint
 only the validated numbers and choices that decide the split and the subwords are taken
@@ -29,6 +29,7 @@ import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from seq2seq.build import plain
+from seq2seq.configs import config_files
 from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import FetchError
@@ -52,7 +54,6 @@ from seq2seq.translate import (
     search_arguments,
 )
 
-DATA_CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "data"
 CONFIG_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # Taken from the checkpoint in split mode: they decide which pairs fall in which split and
 # how the subwords are cut. Everything else in the data section is the user's.
@@ -101,24 +102,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def data_preset(name: str) -> dict[str, Any]:
-    """The values of the project's data config called `name` (file stem, or its `name:`)."""
+    """The values of a data config: a YAML file of the user's (`--data my/corpus.yaml`), or
+    one of the installed `configs/data/*.yaml` called `name` (file stem, or its `name:`)."""
+    if name.endswith(".yaml") and Path(name).is_file():
+        return _load_preset(Path(name))
     if not CONFIG_NAME.fullmatch(name):
         raise EvaluationError(f"--data: {name!r} is not a data config name")
-    candidates = [DATA_CONFIGS / f"{name}.yaml"] + sorted(DATA_CONFIGS.glob("*.yaml"))
-    for path in candidates:
-        if path.is_file():
-            values = _load_preset(path)
-            if path.stem == name or values.get("name") == name:
-                return values
+    for entry in config_files("data"):
+        values = _load_preset(entry)
+        if Path(entry.name).stem == name or values.get("name") == name:
+            return values
     raise EvaluationError(
-        f"--data: no data config named {name!r} in {DATA_CONFIGS}; name one with --data NAME, "
-        "or evaluate files with --src and --ref"
+        f"--data: no data config named {name!r} among the installed configs/data/*.yaml; "
+        "name one with --data NAME or --data FILE.yaml, or evaluate files with --src and --ref"
     )
 
 
-def _load_preset(path: Path) -> dict[str, Any]:
+def _load_preset(path: Path | Traversable) -> dict[str, Any]:
     try:
-        node = OmegaConf.load(path)
+        node = OmegaConf.create(path.read_text(encoding="utf-8"))
         node.pop("defaults", None)
         merged = OmegaConf.merge(OmegaConf.structured(DataConfig), node)
         return OmegaConf.to_container(merged, resolve=True)

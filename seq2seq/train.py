@@ -43,6 +43,7 @@ from seq2seq.checkpoint import (
     tokenizer_payload,
 )
 from seq2seq.config import register_configs
+from seq2seq.configs import SEARCH_PATH
 from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import FetchError
@@ -54,7 +55,6 @@ from seq2seq.training import distributed
 from seq2seq.training.logger import RunLogger
 from seq2seq.training.trainer import Trainer, TrainingDiverged, TrainingStopped
 
-CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
 # The run folder's lock file (see `run_folder_lock`).
 LOCK_NAME = "train.lock"
 # Exit code of a run stopped by SIGTERM or SIGUSR1 after saving `last.pt`: resumable.
@@ -325,7 +325,7 @@ def finish(trainer: Trainer, cfg: DictConfig, results: dict[str, Any]) -> None:
 register_configs()
 
 
-@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
+@hydra.main(version_base="1.3", config_path=SEARCH_PATH, config_name="train")
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)

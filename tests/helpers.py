@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
+from hydra import compose, initialize_config_module
 from omegaconf import DictConfig
 
 from seq2seq.config import register_configs
-
-CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
 
 # A model small enough to train on the toy tasks in seconds on one CPU core.
 TINY_TOY = [
@@ -32,5 +32,16 @@ TINY_TOY = [
 
 def compose_config(overrides: list[str]) -> DictConfig:
     register_configs()
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+    with initialize_config_module(config_module="seq2seq.configs", version_base="1.3"):
         return compose(config_name="train", overrides=overrides)
+
+
+def toy_train_command(tmp_path: Path, run_dir: Path, *overrides: str) -> list[str]:
+    """`python -m seq2seq.train` on the tiny toy task, data below tmp_path, in run_dir."""
+    return [sys.executable, "-m", "seq2seq.train", *TINY_TOY, f"data.root={tmp_path / 'data'}",
+            f"hydra.run.dir={run_dir}", *overrides]  # fmt: skip
+
+
+def single_thread_env() -> dict[str, str]:
+    """This process's environment with OpenMP held to one thread (for training subprocesses)."""
+    return {**os.environ, "OMP_NUM_THREADS": "1"}

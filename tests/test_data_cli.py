@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 from seq2seq.config import register_configs
-from seq2seq.data.cli import CONFIG_DIR, format_summary
+from seq2seq.data.cli import format_summary
 from seq2seq.data.config import DataConfig
 
 
 def compose_data(overrides: list[str]) -> DataConfig:
     register_configs()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+    with initialize_config_module(config_module="seq2seq.configs", version_base="1.3"):
         cfg = compose(config_name="data_only", overrides=overrides)
     return DataConfig.from_mapping(OmegaConf.to_container(cfg.data, resolve=True))
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import CONFIG_DIR, compose_config
+from helpers import compose_config
 
 from seq2seq.build import build_model
+from seq2seq.configs import config_files
 from seq2seq.special_tokens import BOS_ID, PAD_ID
 
 FAMILIES = ["rnn", "lstm", "gru", "cnn", "transformer"]
@@ -44,7 +45,7 @@ def test_every_combination_builds_and_trains_a_step(encoder, decoder, attention)
     assert grads and all(g is not None for g in grads), "the encoder received no gradient"
 
 
-PRESETS = sorted(path.stem for path in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
+PRESETS = [Path(entry.name).stem for entry in config_files("experiment")]
 
 
 @pytest.mark.parametrize("preset", PRESETS)

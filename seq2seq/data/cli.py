@@ -1,7 +1,8 @@
 """`seq2seq-data [prepare] data=<name> [data.key=value ...]`: prepare a corpus and print its summary.
 
 A thin Hydra shell over `seq2seq.data.prepare.prepare`; `prepare` is the only command, so
-the word is optional. The config is `configs/data_only.yaml` with one `configs/data/*.yaml`.
+the word is optional. The config is `configs/data_only.yaml` with one `configs/data/*.yaml`
+(installed as the package `seq2seq.configs`; add your own with `--config-dir DIR`).
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from seq2seq.config import register_configs
+from seq2seq.configs import SEARCH_PATH
 from seq2seq.data.config import DataConfig
 from seq2seq.data.prepare import prepare
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 COMMAND = "prepare"
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="data_only")
+@hydra.main(version_base="1.3", config_path=SEARCH_PATH, config_name="data_only")
 def prepare_app(cfg: DictConfig) -> None:
     data_cfg = DataConfig.from_mapping(OmegaConf.to_container(cfg.data, resolve=True))
     prepared = prepare(data_cfg)

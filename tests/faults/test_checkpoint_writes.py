@@ -7,11 +7,10 @@ import errno
 import os
 import resource
 import subprocess
-import sys
 
 import pytest
 import torch
-from helpers import TINY_TOY, compose_config
+from helpers import TINY_TOY, compose_config, single_thread_env, toy_train_command
 
 from seq2seq.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from seq2seq.train import USER_ERRORS, remove_stale_temporaries, run_folder_lock, run_training
@@ -88,15 +87,14 @@ def test_the_cli_reports_a_file_size_limit_in_one_line_with_exit_code_2(tmp_path
         resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
 
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "seq2seq.train", *TINY_TOY, f"data.root={tmp_path / 'data'}",
-               f"hydra.run.dir={run_dir}", "trainer.max_steps=2", "trainer.valid_every=2",
-               "logging.tensorboard=false"]  # fmt: skip
+    command = toy_train_command(tmp_path, run_dir, "trainer.max_steps=2", "trainer.valid_every=2",
+                                "logging.tensorboard=false")  # fmt: skip
     finished = subprocess.run(
         command,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        env=single_thread_env(),
         timeout=300,
         preexec_fn=limit_file_size,
     )

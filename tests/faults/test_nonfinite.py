@@ -5,14 +5,12 @@ checkpoint as it was."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 
 import pytest
 import torch
-from helpers import TINY_TOY, compose_config
+from helpers import TINY_TOY, compose_config, single_thread_env, toy_train_command
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from seq2seq.build import ConfigError
@@ -28,11 +26,10 @@ def _all_finite(weights: dict[str, torch.Tensor]) -> bool:
 @pytest.mark.attack("nonfinite")
 def test_a_diverging_run_stops_with_one_message_and_exit_code_2(tmp_path):
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "seq2seq.train", *TINY_TOY, f"data.root={tmp_path / 'data'}",
-               f"hydra.run.dir={run_dir}", "optim.lr=1e9", "trainer.max_steps=200",
+    command = toy_train_command(tmp_path, run_dir, "optim.lr=1e9", "trainer.max_steps=200",
                "trainer.valid_every=5", "trainer.valid_max_sentences=4", "trainer.max_nonfinite_steps=3",
-               "trainer.test_search.beam_size=2"]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+               "trainer.test_search.beam_size=2")  # fmt: skip
+    env = single_thread_env()
     finished = subprocess.run(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=300
     )

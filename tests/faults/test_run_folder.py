@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
-from helpers import TINY_TOY
+from helpers import single_thread_env, toy_train_command
 
 from seq2seq.train import LOCK_NAME, RunFolderBusy, run_folder_lock
 
@@ -21,7 +20,7 @@ def _run(command: list[str]) -> subprocess.CompletedProcess:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        env=single_thread_env(),
         timeout=300,
     )
 
@@ -29,14 +28,13 @@ def _run(command: list[str]) -> subprocess.CompletedProcess:
 @pytest.mark.attack("concurrency")
 def test_a_second_run_in_the_same_folder_is_refused_and_a_killed_runs_lock_is_freed(tmp_path):
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "seq2seq.train", *TINY_TOY, f"data.root={tmp_path / 'data'}",
-               f"hydra.run.dir={run_dir}", "trainer.max_steps=100000", "trainer.valid_every=4",
-               "trainer.valid_max_sentences=4"]  # fmt: skip
+    command = toy_train_command(tmp_path, run_dir, "trainer.max_steps=100000",
+                                "trainer.valid_every=4", "trainer.valid_max_sentences=4")  # fmt: skip
     first = subprocess.Popen(
         command,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        env=single_thread_env(),
     )
     try:
         deadline = time.monotonic() + 120
