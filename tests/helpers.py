@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -45,3 +46,16 @@ def toy_train_command(tmp_path: Path, run_dir: Path, *overrides: str) -> list[st
 def single_thread_env() -> dict[str, str]:
     """This process's environment with OpenMP held to one thread (for training subprocesses)."""
     return {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def run_training_process(command: list[str], **options) -> subprocess.CompletedProcess:
+    """Run a training command to its end on one thread; stdout and stderr together, as text."""
+    return subprocess.run(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=single_thread_env(),
+        timeout=300,
+        **options,
+    )

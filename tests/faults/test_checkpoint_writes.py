@@ -6,11 +6,10 @@ from __future__ import annotations
 import errno
 import os
 import resource
-import subprocess
 
 import pytest
 import torch
-from helpers import TINY_TOY, compose_config, single_thread_env, toy_train_command
+from helpers import TINY_TOY, compose_config, run_training_process, toy_train_command
 
 from seq2seq.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from seq2seq.train import USER_ERRORS, remove_stale_temporaries, run_folder_lock, run_training
@@ -89,15 +88,7 @@ def test_the_cli_reports_a_file_size_limit_in_one_line_with_exit_code_2(tmp_path
     run_dir = tmp_path / "run"
     command = toy_train_command(tmp_path, run_dir, "trainer.max_steps=2", "trainer.valid_every=2",
                                 "logging.tensorboard=false")  # fmt: skip
-    finished = subprocess.run(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=single_thread_env(),
-        timeout=300,
-        preexec_fn=limit_file_size,
-    )
+    finished = run_training_process(command, preexec_fn=limit_file_size)
     assert finished.returncode == 2, finished.stdout[-3000:]
     assert "Traceback" not in finished.stdout
     assert "cannot write checkpoint" in finished.stdout and "File too large" in finished.stdout

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 
 import pytest
 import torch
-from helpers import TINY_TOY, compose_config, single_thread_env, toy_train_command
+from helpers import TINY_TOY, compose_config, run_training_process, toy_train_command
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from seq2seq.build import ConfigError
@@ -29,10 +28,7 @@ def test_a_diverging_run_stops_with_one_message_and_exit_code_2(tmp_path):
     command = toy_train_command(tmp_path, run_dir, "optim.lr=1e9", "trainer.max_steps=200",
                "trainer.valid_every=5", "trainer.valid_max_sentences=4", "trainer.max_nonfinite_steps=3",
                "trainer.test_search.beam_size=2")  # fmt: skip
-    env = single_thread_env()
-    finished = subprocess.run(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=300
-    )
+    finished = run_training_process(command)
     output = finished.stdout
     assert finished.returncode == 2, output[-3000:]
     assert "Traceback" not in output and "IndexError" not in output

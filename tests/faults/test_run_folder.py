@@ -9,20 +9,9 @@ import subprocess
 import time
 
 import pytest
-from helpers import single_thread_env, toy_train_command
+from helpers import run_training_process, single_thread_env, toy_train_command
 
 from seq2seq.train import LOCK_NAME, RunFolderBusy, run_folder_lock
-
-
-def _run(command: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=single_thread_env(),
-        timeout=300,
-    )
 
 
 @pytest.mark.attack("concurrency")
@@ -41,7 +30,7 @@ def test_a_second_run_in_the_same_folder_is_refused_and_a_killed_runs_lock_is_fr
         while not (run_dir / "metrics.jsonl").is_file() and time.monotonic() < deadline:
             assert first.poll() is None, "the first run ended early"
             time.sleep(0.05)
-        second = _run(command)
+        second = run_training_process(command)
         assert second.returncode == 2, second.stdout[-3000:]
         assert "Traceback" not in second.stdout
         assert "in use by another training process" in second.stdout
