@@ -37,8 +37,10 @@ faults: $(STAMP)
 	SEQ2SEQ_FAULTS_REPORT=$(abspath $(FAULTS_REPORT)) $(PY) -m pytest -q tests/faults; \
 	  status=$$?; $(PY) scripts/faults_report.py $(FAULTS_REPORT) | tee faults-report.md; exit $$status
 
+# ruff, then the package's import layers (the contract in pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check seq2seq tests scripts configs
+	$(VENV)/bin/lint-imports
 
 tensorboard: $(STAMP)
 	$(VENV)/bin/tensorboard --logdir outputs --host 127.0.0.1 --port 6006
@@ -86,7 +88,7 @@ compare: compare-attention compare-encoders compare-summary
 compare-attention: $(STAMP)
 	@test -n "$(COMPARE_$(BUDGET))" || { echo "BUDGET must be full or small, not $(BUDGET)"; exit 1; }
 	$(VENV)/bin/seq2seq-train -m +experiment=compare_gru \
-	  attention=none,dot,scaled_dot,general,additive,cosine,local,hard,multihead \
+	  attention=$$($(PY) -m seq2seq.configs attention) \
 	  $(COMPARE_ARGS) hydra.sweep.dir=$(COMPARE_DIR)/attention
 
 compare-encoders: $(STAMP)
@@ -95,8 +97,8 @@ compare-encoders: $(STAMP)
 	  $(PY) scripts/compare.py $(COMPARE_DIR)/attention --best attention; \
 	else echo "$(ATTENTION)"; fi > $(CHOSEN_ATTENTION)
 	@echo "encoder sweep with attention=$$(cat $(CHOSEN_ATTENTION))"
-	$(VENV)/bin/seq2seq-train -m \
-	  +experiment=compare_rnn,compare_lstm,compare_cnn,compare_transformer \
+	families=$$($(PY) -m seq2seq.configs experiment compare_ | sed 's/compare_gru,\?//;s/,$$//') && \
+	$(VENV)/bin/seq2seq-train -m +experiment=$$families \
 	  attention=$$(cat $(CHOSEN_ATTENTION)) $(COMPARE_ARGS) hydra.sweep.dir=$(COMPARE_DIR)/encoders
 	cd $(COMPARE_DIR)/encoders && chosen=$$(cat ../encoders_attention.txt) && \
 	  ln -sfn ../attention/*_+experiment=compare_gru,attention=$$chosen \

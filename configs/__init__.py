@@ -20,3 +20,10 @@ def config_files(group: str) -> list[Traversable]:
         (entry for entry in folder.iterdir() if entry.name.endswith(".yaml")),
         key=lambda entry: entry.name,
     )
+
+
+def preset_names(group: str, prefix: str = "") -> list[str]:
+    """The names (file stems) of one group's YAML files that start with `prefix`, sorted:
+    what a command line chooses with `group=<name>`."""
+    stems = (entry.name.removesuffix(".yaml") for entry in config_files(group))
+    return [stem for stem in stems if stem.startswith(prefix)]

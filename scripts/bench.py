@@ -42,21 +42,19 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from compare import read_scalars  # scripts/compare.py, beside this script
 from hydra import compose, initialize_config_module
 from omegaconf import DictConfig
 
-from seq2seq.build import build_model, count_parameters, plain
+from seq2seq.build import count_parameters, plain
 from seq2seq.data.batching import collate
-from seq2seq.data.config import DataConfig
 from seq2seq.data.prepare import prepare
+from seq2seq.data.presets import split_data_config
 from seq2seq.decoding import SearchSettings
-from seq2seq.evaluate import split_data_config
 from seq2seq.flops import training_flops
 from seq2seq.inference import Translator
 from seq2seq.metrics import corpus_scores
-from seq2seq.train import seed_everything, select_device
-from seq2seq.training.logger import RunLogger
+from seq2seq.runs.assemble import assemble_trainer, select_device
+from seq2seq.runs.reading import read_scalars
 from seq2seq.training.trainer import Trainer
 
 DECODE_REPS = 3  # passes over the test sentences per search; the median is reported
@@ -156,17 +154,6 @@ def preset_config(
         return compose(config_name="train", overrides=overrides)
 
 
-def build_trainer(cfg: DictConfig, run_dir: Path) -> Trainer:
-    """Data, model and Trainer exactly as `seq2seq-train` makes them (no logging)."""
-    device = select_device(cfg.trainer.device)
-    torch.set_num_threads(cfg.trainer.threads)
-    seed_everything(cfg.trainer.seed)
-    data = prepare(DataConfig(**plain(cfg.data)))
-    model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
-    model.to(device)
-    return Trainer(cfg, model, data, run_dir, device, RunLogger(run_dir, enabled=False))
-
-
 def timed_steps(trainer: Trainer, batches: list[list[int]]) -> float:
     """Seconds for one optimiser update per batch, collated as the training loop does."""
     started = time.perf_counter()
@@ -245,7 +232,7 @@ def worker(args: argparse.Namespace) -> None:
     options = bench_options(args)
     cfg = preset_config(args.worker, options.threads, args.device, args.max_tokens, args.compile)
     with tempfile.TemporaryDirectory() as run_dir:
-        trainer = build_trainer(cfg, Path(run_dir))
+        trainer = assemble_trainer(cfg, Path(run_dir), observe=False)  # as seq2seq-train
         result = measure_training(trainer, options)
         if args.worker_profile is not None:
             first_measured = trainer.sampler.batches(0)[options.warmup]
@@ -334,7 +321,7 @@ def decoding_rows(checkpoint: Path, sentences: int, device: torch.device) -> lis
     """Greedy and beam-5 rows for one checkpoint, on the first `sentences` test pairs."""
     translator = Translator.load(checkpoint, device)  # validates the checkpoint's config
     # The data comes from the project's own config named as the checkpoint's corpus, below
-    # ./data, never from the checkpoint's URL or root (see seq2seq.evaluate).
+    # ./data, never from the checkpoint's URL or root (see seq2seq.data.presets).
     test = prepare(split_data_config(plain(translator.config.data), None, Path("data"))).test
     sources, references = test.src_lines[:sentences], test.tgt_lines[:sentences]
     translator.translate(sources[:16], SearchSettings(beam_size=1))  # warm-up

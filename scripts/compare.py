@@ -14,7 +14,7 @@ below it gives one row of `comparison.csv` and of `COMPARISON.md`:
     `valid/alignment_accuracy`), run folder.
 
 A run without `results.json` (still running, or crashed) keeps its row with `—` for the
-numbers it lacks. The image of each sweep is drawn by `scripts/compare_alignments.py`: the
+numbers it lacks. The image of each sweep is drawn as `scripts/compare_alignments.py` draws it: the
 last attention layer of every run's best checkpoint on the first probe sentence
 (我爱中国。 for zh→en), greedy, side by side.
 """
@@ -23,23 +23,27 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import shlex
 import statistics
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import compare_alignments  # scripts/compare_alignments.py, beside this script
-from omegaconf import OmegaConf
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-from seq2seq.visualise.heatmap import describe_run
+from seq2seq.checkpoint import CheckpointError
+from seq2seq.runs.alignments import collect_panels
+from seq2seq.runs.reading import (
+    best_choice,
+    find_checkpoints,
+    find_runs,
+    model_labels,
+    read_config,
+    read_results,
+    read_scalars,
+)
+from seq2seq.visualise.heatmap import draw_comparison
 
 MISSING = "—"
 TOKENS_TAG, ALIGNMENT_TAG = "train/tokens_per_sec", "valid/alignment_accuracy"
-ONLY_SCALARS = {"scalars": 0, "images": 1, "tensors": 1, "histograms": 1, "audio": 1}
 COLUMNS = (  # (csv name, markdown header)
     ("sweep", "sweep"),
     ("model", "model"),
@@ -55,50 +59,12 @@ COLUMNS = (  # (csv name, markdown header)
 )
 
 
-@dataclass
-class Scalars:
-    """The scalar events of one run: wall time of its first event, and per tag the
-    `(wall_time, step, value)` triples in order."""
-
-    first_wall_time: float | None = None
-    series: dict[str, list[tuple[float, int, float]]] = field(default_factory=dict)
-
-    def values(self, tag: str) -> list[float]:
-        return [value for _, _, value in self.series.get(tag, [])]
-
-
-def read_scalars(run_dir: Path) -> Scalars:
-    """Every scalar of `<run_dir>/tensorboard` (all event files in it, resumed runs too)."""
-    folder = run_dir / "tensorboard"
-    if not folder.is_dir():
-        return Scalars()
-    events = EventAccumulator(str(folder), size_guidance=ONLY_SCALARS)
-    events.Reload()
-    series = {
-        tag: [(event.wall_time, event.step, event.value) for event in events.Scalars(tag)]
-        for tag in events.Tags()["scalars"]
-    }
-    try:
-        first = events.FirstEventTimestamp()
-    except ValueError:  # an event file with no event yet
-        first = None
-    return Scalars(first, series)
-
-
 # ---------------------------------------------------------------- runs and rows
-
-
-def find_runs(sweep_dir: Path) -> list[Path]:
-    """Run folders (holding `.hydra/config.yaml`) at or below `sweep_dir`, in job order."""
-    runs = compare_alignments.runs_below(sweep_dir, ".hydra/config.yaml")
-    if not runs:
-        raise FileNotFoundError(f"no run folder (.hydra/config.yaml) below {sweep_dir}")
-    return runs
 
 
 def summarise_run(run_dir: Path, sweep: str) -> dict[str, Any]:
     """One row: the numbers of `results.json` and the event file; None where missing."""
-    results = _read_results(run_dir)
+    results = read_results(run_dir)
     scalars = read_scalars(run_dir)
     tokens, alignment = scalars.values(TOKENS_TAG), scalars.values(ALIGNMENT_TAG)
     test = results.get("test", {})
@@ -116,45 +82,13 @@ def summarise_run(run_dir: Path, sweep: str) -> dict[str, Any]:
     }
 
 
-def _read_results(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "results.json"
-    if not path.is_file():
-        return {}
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON ({error})") from error
-
-
-def model_labels(runs: list[Path]) -> list[str]:
-    """Each run's settings that differ within the list (all of them when none differ);
-    a setting the run does not have (the score of `attention=none`) is left out."""
-    descriptions = [describe_run(OmegaConf.load(run / ".hydra" / "config.yaml")) for run in runs]
-    keys = compare_alignments.differing_settings(descriptions) or list(descriptions[0])
-    return [" · ".join(f"{key}={d[key]}" for key in keys if key in d) for d in descriptions]
-
-
 def sweep_rows(sweep_dir: Path) -> list[dict[str, Any]]:
     runs = find_runs(sweep_dir)
     rows = [summarise_run(run, sweep_dir.name) for run in runs]
-    for row, label in zip(rows, model_labels(runs), strict=True):
+    labels = model_labels([read_config(run) for run in runs])
+    for row, label in zip(rows, labels, strict=True):
         row["model"] = label
     return rows
-
-
-def best_choice(sweep_dir: Path, group: str) -> str:
-    """The `group=<option>` command-line choice of the sweep's run with the best valid BLEU
-    (`make compare` picks sweep B's attention this way: by validation, never by test)."""
-    scored = []
-    for run in find_runs(sweep_dir):
-        valid_bleu = _read_results(run).get("valid_best_bleu")
-        overrides = OmegaConf.load(run / ".hydra" / "overrides.yaml")
-        choices = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == group]
-        if valid_bleu is not None and choices:
-            scored.append((valid_bleu, choices[-1]))
-    if not scored:
-        raise FileNotFoundError(f"no finished run below {sweep_dir} sets {group}=...")
-    return max(scored, key=lambda pair: pair[0])[1]
 
 
 # ---------------------------------------------------------------- output
@@ -225,15 +159,15 @@ def alignment_image(sweep_dir: Path, out: Path, device: str) -> Path | None:
     """The side-by-side alignment of the first probe (scripts/compare_alignments.py);
     None when the sweep has no checkpoint or no run with attention weights."""
     try:
-        checkpoints = compare_alignments.find_checkpoints([sweep_dir])
-    except FileNotFoundError as error:
+        checkpoints = find_checkpoints([sweep_dir])
+        sentence, panels = collect_panels(checkpoints, device, None, None)
+    except (FileNotFoundError, CheckpointError, ValueError) as error:
         print(f"{sweep_dir}: no alignment image ({error})", file=sys.stderr)
         return None
-    sentence, panels = compare_alignments.collect_panels(checkpoints, device, None, None)
     if not panels:
         return None
     title = f"{sentence}  (greedy; last layer, mean of heads)"
-    figure = compare_alignments.draw_comparison(panels, title)
+    figure = draw_comparison(panels, title)
     figure.savefig(out, dpi=120)
     return out
 

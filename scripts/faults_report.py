@@ -40,14 +40,19 @@ def attack_table(rows: Iterable[dict]) -> list[str]:
             behaved[category] += 1
         else:
             failures[category].append(row["attack"])
-    lines = ["| category | attacks tried | behaved | did not | skipped |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| category | attacks tried | behaved | did not | skipped |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for category in sorted(set(tried) | set(skipped)):
         lines.append(
             f"| {category} | {tried[category]} | {behaved[category]} | "
             f"{tried[category] - behaved[category]} | {skipped[category]} |"
         )
     total, good = sum(tried.values()), sum(behaved.values())
-    lines.append(f"| **all** | **{total}** | **{good}** | **{total - good}** | {sum(skipped.values())} |")
+    lines.append(
+        f"| **all** | **{total}** | **{good}** | **{total - good}** | {sum(skipped.values())} |"
+    )
     for category, names in sorted(failures.items()):
         lines.append("")
         lines.append(f"Did not behave ({category}): " + ", ".join(f"`{name}`" for name in names))
@@ -76,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"faults_report: {args.report} does not exist (run `make faults`)", file=sys.stderr)
         return 2
     rows = read_rows(args.report)
-    print("\n".join(["## Attacks", "", *attack_table(rows), "", "## Figures", "", *figure_table(rows)]))
+    print(
+        "\n".join(
+            ["## Attacks", "", *attack_table(rows), "", "## Figures", "", *figure_table(rows)]
+        )
+    )
     return 0
 
 

@@ -1,9 +1,16 @@
 """Structured configs: the schema of every config group, registered with Hydra's ConfigStore.
 
 Each YAML file in `configs/<group>/` starts with `defaults: [<schema>, _self_]`, so Hydra
-checks it against one of the dataclasses below: an unknown key, a value of the wrong type
-or a name outside an enumeration fails at start-up and names the key
+checks it against one of the schemas: an unknown key, a value of the wrong type or a name
+outside an enumeration fails at start-up and names the key
 (`seq2seq-train encoder.cel=gru` → "Key 'cel' not in 'RNNEncoderConfig'").
+
+The schemas of the parts (encoder, decoder, attention, schedule) are those of the
+registered components (`seq2seq.registry`), each declared beside its class and stored as
+`base_<name>`; the rest (data, model, optimiser, trainer, logging) are below. A field named
+after a component group (`attention.score`, `attention.region`) holds a registered name:
+Hydra sees it as an enumeration of the group's names, so a new registered score is
+accepted with no edit here and a misspelt one fails naming the allowed values.
 
 Model parts are instantiated with `hydra.utils.instantiate` from their `_target_`, and the
 builder passes the sizes that depend on other parts (embedding width, attention widths).
@@ -11,150 +18,20 @@ builder passes the sizes that depend on other parts (embedding width, attention 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from collections.abc import Collection
+from dataclasses import dataclass, field, fields, make_dataclass
 from enum import Enum
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from seq2seq import registry
 from seq2seq.data.config import DataConfig
+from seq2seq.decoding import SearchSettings
 
-# ---------------------------------------------------------------- enumerations
-
-
-class Cell(Enum):
-    rnn = "rnn"
-    lstm = "lstm"
-    gru = "gru"
-
-
-class Positional(Enum):
-    sinusoidal = "sinusoidal"
-    learned = "learned"
-
-
-class Score(Enum):
-    dot = "dot"
-    scaled_dot = "scaled_dot"
-    general = "general"
-    additive = "additive"
-    cosine = "cosine"
-
-
-class Region(Enum):
-    soft = "soft"
-    hard = "hard"
-    local = "local"
-
-
-class LocalMode(Enum):
-    predictive = "predictive"
-    monotonic = "monotonic"
-
-
-class RNNStyle(Enum):
-    bahdanau = "bahdanau"
-    luong = "luong"
-
-
-# ---------------------------------------------------------------- encoders
-
-
-@dataclass
-class RNNEncoderConfig:
-    _target_: str = "seq2seq.models.encoders.RNNEncoder"
-    cell: Cell = Cell.gru
-    hidden_size: int = 256
-    num_layers: int = 1
-    bidirectional: bool = True
-    dropout: float = 0.1
-
-
-@dataclass
-class CNNEncoderConfig:
-    _target_: str = "seq2seq.models.encoders.CNNEncoder"
-    hidden_size: int = 256
-    num_layers: int = 4
-    kernel_size: int = 3
-    dropout: float = 0.1
-    max_positions: int = 1024
-
-
-@dataclass
-class TransformerEncoderConfig:
-    _target_: str = "seq2seq.models.encoders.TransformerEncoder"
-    hidden_size: int = 256
-    num_layers: int = 3
-    heads: int = 4
-    ff_size: int = 1024
-    dropout: float = 0.1
-    attention_dropout: float = 0.0  # > 0 keeps CPU attention off torch's flash kernel
-    positional: Positional = Positional.sinusoidal
-    max_positions: int = 1024
-
-
-# ---------------------------------------------------------------- decoders
-
-
-@dataclass
-class RNNDecoderConfig:
-    _target_: str = "seq2seq.models.decoders.RNNDecoder"
-    cell: Cell = Cell.gru
-    hidden_size: int = 256
-    num_layers: int = 1
-    dropout: float = 0.1
-    style: RNNStyle = RNNStyle.bahdanau
-    input_feeding: bool = True
-
-
-@dataclass
-class CNNDecoderConfig:
-    _target_: str = "seq2seq.models.decoders.CNNDecoder"
-    hidden_size: int = 256
-    num_layers: int = 4
-    kernel_size: int = 3
-    dropout: float = 0.1
-    max_positions: int = 1024
-
-
-@dataclass
-class TransformerDecoderConfig:
-    _target_: str = "seq2seq.models.decoders.TransformerDecoder"
-    hidden_size: int = 256
-    num_layers: int = 3
-    heads: int = 4
-    ff_size: int = 1024
-    dropout: float = 0.1
-    attention_dropout: float = 0.0  # > 0 keeps CPU attention off torch's flash kernel
-    positional: Positional = Positional.sinusoidal
-    max_positions: int = 1024
-
-
-# ---------------------------------------------------------------- attention
-
-
-@dataclass
-class AttentionConfig:
-    _target_: str = "seq2seq.models.attention.Attention"
-    score: Score = Score.additive
-    region: Region = Region.soft
-    heads: int = 1
-    head_dim: int | None = None
-    hidden_dim: int | None = None
-    window: int = 5
-    local_mode: LocalMode = LocalMode.predictive
-    gumbel_tau: float = 1.0
-    cosine_scale: float | None = None
-    dropout: float = 0.0
-
-
-@dataclass
-class NoAttentionConfig:
-    _target_: str = "seq2seq.models.attention.NoAttention"
-
-
-# ---------------------------------------------------------------- model, optimiser, schedule
+# ---------------------------------------------------------------- model and optimiser
 
 
 @dataclass
@@ -175,38 +52,7 @@ class OptimConfig:
     fused: bool | None = True  # one fused kernel per step (≈9× faster than the loop on CPU)
 
 
-@dataclass
-class InverseSqrtConfig:
-    _target_: str = "seq2seq.training.schedules.InverseSqrtSchedule"
-    warmup_steps: int = 300
-
-
-@dataclass
-class CosineConfig:
-    _target_: str = "seq2seq.training.schedules.CosineSchedule"
-    warmup_steps: int = 300
-    min_lr_ratio: float = 0.05
-
-
-@dataclass
-class PlateauConfig:
-    _target_: str = "seq2seq.training.schedules.PlateauSchedule"
-    warmup_steps: int = 0
-    factor: float = 0.5
-    patience: int = 2
-    min_lr_ratio: float = 0.01
-
-
 # ---------------------------------------------------------------- trainer and logging
-
-
-@dataclass
-class SearchConfig:
-    beam_size: int = 5
-    length_penalty: float = 1.0
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-    batch_size: int = 128  # sentences per decoding batch
 
 
 @dataclass
@@ -229,7 +75,7 @@ class TrainerConfig:
     average_last: int = 0  # average the weights of the last N validations; kept if valid BLEU rises
     valid_max_sentences: int | None = None  # evenly spaced subset of the valid split
     max_nonfinite_steps: int = 10  # stop after N updates in a row with a NaN/inf loss or grad norm
-    test_search: SearchConfig = field(default_factory=SearchConfig)
+    test_search: SearchSettings = field(default_factory=SearchSettings)
 
 
 @dataclass
@@ -254,44 +100,72 @@ class TrainConfig:
     name: str = "default"
 
 
-SCHEMAS: dict[str, dict[str, type]] = {
+# The groups whose schemas are those of the registered components (attention, encoder,
+# decoder, schedule), and the others.
+PART_GROUPS = registry.NODE_GROUPS
+FIXED_GROUPS: dict[str, dict[str, type]] = {
     "data": {"base_data": DataConfig},
-    "encoder": {
-        "base_rnn": RNNEncoderConfig,
-        "base_cnn": CNNEncoderConfig,
-        "base_transformer": TransformerEncoderConfig,
-    },
-    "decoder": {
-        "base_rnn": RNNDecoderConfig,
-        "base_cnn": CNNDecoderConfig,
-        "base_transformer": TransformerDecoderConfig,
-    },
-    "attention": {"base_attention": AttentionConfig, "base_none": NoAttentionConfig},
     "optim": {"base_optim": OptimConfig},
-    "schedule": {
-        "base_inverse_sqrt": InverseSqrtConfig,
-        "base_cosine": CosineConfig,
-        "base_plateau": PlateauConfig,
-    },
     "trainer": {"base_trainer": TrainerConfig},
     "logging": {"base_logging": LoggingConfig},
 }
 
 
-def register_configs() -> None:
-    """Store the schemas in Hydra's ConfigStore (idempotent)."""
+def schemas(groups: Collection[str] | None = None) -> dict[str, dict[str, type]]:
+    """Every group's schemas (or those of `groups`) by their ConfigStore name, `base_<name>`
+    for the registered parts, as the registry holds them now."""
+    wanted = set(FIXED_GROUPS) | set(PART_GROUPS) if groups is None else set(groups)
+    named = {group: FIXED_GROUPS[group] for group in FIXED_GROUPS if group in wanted}
+    for group in PART_GROUPS:
+        if group in wanted:
+            components = registry.components(group)
+            named[group] = {f"base_{c.name}": hydra_schema(c.schema) for c in components}
+    return named
+
+
+def hydra_schema(schema: type) -> type:
+    """A part's schema as Hydra checks it: each field named after a component group
+    (`score`, `region`) typed as the enumeration of that group's registered names."""
+    choices = tuple(
+        (item.name, registry.names(item.name))
+        for item in fields(schema)
+        if item.name in registry.GROUPS
+    )
+    return _with_choices(schema, choices) if choices else schema
+
+
+@functools.cache
+def _with_choices(schema: type, choices: tuple[tuple[str, tuple[str, ...]], ...]) -> type:
+    """A subclass of `schema`, of the same name, whose fields `choices` names are enums."""
+    narrowed = []
+    for name, allowed in choices:
+        enum = Enum(name.capitalize(), {choice: choice for choice in allowed})
+        narrowed.append((name, enum, field(default=enum[getattr(schema, name)])))
+    return make_dataclass(schema.__name__, narrowed, bases=(schema,))
+
+
+def __getattr__(name: str) -> Any:
+    """`SCHEMAS`, computed from the registry when it is read (PEP 562)."""
+    if name == "SCHEMAS":
+        return schemas()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def register_configs(groups: Collection[str] | None = None) -> None:
+    """Store the schemas in Hydra's ConfigStore (idempotent). `groups` stores only those
+    groups' schemas: `register_configs(["data"])` imports no model."""
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
-    for group, schemas in SCHEMAS.items():
-        for name, node in schemas.items():
+    for group, named in schemas(groups).items():
+        for name, node in named.items():
             store.store(group=group, name=name, node=node)
 
 
 # ---------------------------------------------------------------- what may be built
 
 # The config groups whose nodes name a class with `_target_`; only the classes of their
-# schemas above may be built (see `buildable_classes`).
-BUILDABLE_GROUPS = ("encoder", "decoder", "attention", "optim", "schedule")
+# schemas may be built (see `buildable_classes`).
+BUILDABLE_GROUPS = (*PART_GROUPS, "optim")
 # Hydra's instantiate keys: never accepted below the top of a part, and only `_target_` there.
 HYDRA_KEYS = ("_target_", "_args_", "_partial_", "_recursive_", "_convert_")
 
@@ -304,7 +178,7 @@ def buildable_classes(group: str) -> dict[str, type]:
     """
     if group not in BUILDABLE_GROUPS:
         raise KeyError(f"the {group!r} config group builds no class")
-    return {schema._target_: schema for schema in SCHEMAS[group].values()}
+    return {schema._target_: schema for schema in schemas([group])[group].values()}
 
 
 def nested_build_key(node: Any, path: str) -> str | None:

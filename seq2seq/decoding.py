@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -26,18 +26,30 @@ class SearchSettingsError(ValueError):
 
 @dataclass
 class SearchSettings:
-    """How to search: beam width (1 = greedy), GNMT length penalty, output length limit
-    `max_len_a * source length + max_len_b`, sentences per batch, hypotheses returned.
+    """How to search: the one definition of the search settings.
+
+    The Hydra schema of `trainer.test_search` and the options of `seq2seq-translate` and
+    `seq2seq-evaluate` (`--beam-size` for `beam_size`, ...) are made from these fields, their
+    defaults and their `help`. The output length is limited to
+    `max_len_a * source length + max_len_b` tokens.
 
     Invalid values raise SearchSettingsError at construction, so that a command-line option
     or `trainer.test_search` fails before any work is done."""
 
-    beam_size: int = 1
-    length_penalty: float = 1.0
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-    batch_size: int = 128
-    n_best: int = 1
+    beam_size: int = field(default=5, metadata={"help": "hypotheses kept per step; 1 = greedy"})
+    length_penalty: float = field(
+        default=1.0, metadata={"help": "GNMT length penalty alpha; 0 = raw log-probability"}
+    )
+    max_len_a: float = field(
+        default=1.5, metadata={"help": "a of the output length limit a·(source length) + b"}
+    )
+    max_len_b: int = field(
+        default=10, metadata={"help": "b of the output length limit a·(source length) + b"}
+    )
+    batch_size: int = field(default=128, metadata={"help": "sentences per decoding batch"})
+    n_best: int = field(
+        default=1, metadata={"help": "hypotheses returned per sentence (at most beam_size)"}
+    )
 
     def __post_init__(self) -> None:
         for name in ("beam_size", "batch_size", "n_best"):

@@ -11,6 +11,10 @@ Notation: B sentences, S source and T target positions (padded: the shapes that 
 E = `model.embed_dim`, H a hidden size, V the target vocabulary; `lin(n, a, b) = 2·n·a·b`,
 the cost of a linear layer `a → b` applied to n rows.
 
+Each formula below is carried by its component (the static method `flops` of the encoder,
+decoder, attention, score or region class, registered in `seq2seq.registry`); this module
+looks the parts of a config up there and adds the bridge and the generator.
+
 * Generator (output projection): `lin(B·T, H_dec, V)`.
 * Bridge: `lin(B·S, M, H_dec)` when the memory width M differs from the decoder's
   (a bi-RNN's 2·H) plus `lin(B, F, H_dec)` for the initial state, F the encoder's final
@@ -66,28 +70,27 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-RNN_GATES = {"rnn": 1, "gru": 3, "lstm": 4}
+from seq2seq import registry
+from seq2seq.models.costs import linear, width_change
+
 BACKWARD_FACTOR = 2  # backward ≈ 2 × forward: gradients of both operands of every product
-SELF_ATTENTION = {  # every Transformer block's self-attention
-    "_target_": "seq2seq.models.attention.Attention",
-    "score": "scaled_dot",
-    "region": "soft",
-    "head_dim": None,
-}
 
 
 @dataclass(frozen=True)
 class Shapes:
-    """The padded shapes of one batch."""
+    """The padded shapes of one batch and the two vocabularies."""
 
-    batch: int
+    batch_size: int
     src_len: int
     tgt_len: int
+    src_vocab: int
+    tgt_vocab: int
 
-
-def linear(rows: int, in_dim: int, out_dim: int) -> int:
-    """A linear map `in_dim → out_dim` on `rows` rows: 2·rows·in_dim·out_dim."""
-    return 2 * rows * in_dim * out_dim
+    def __post_init__(self) -> None:
+        """Every size must be an int >= 1 (a ValueError names the argument otherwise)."""
+        for name, value in vars(self).items():
+            if not (isinstance(value, int) and value >= 1):
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 
 
 def forward_flops(
@@ -127,188 +130,43 @@ def flops_breakdown(
     tgt_vocab: int,
 ) -> dict[str, int]:
     """Forward FLOPs per part: encoder, bridge, decoder (without its cross-attention),
-    attention (the decoder's attention over the source, every layer) and generator."""
-    _check_sizes(
-        batch_size=batch_size,
-        src_len=src_len,
-        tgt_len=tgt_len,
-        src_vocab=src_vocab,
-        tgt_vocab=tgt_vocab,
-    )
-    config, shapes = _plain(cfg), Shapes(batch_size, src_len, tgt_len)
-    embed_dim = config["model"]["embed_dim"]
+    attention (the decoder's attention over the source, every layer) and generator.
+    Each part's formula is the one registered with its component (`seq2seq.registry`)."""
+    shapes = Shapes(batch_size, src_len, tgt_len, src_vocab, tgt_vocab)
+    config = _plain(cfg)
+    embed_dim, hidden = config["model"]["embed_dim"], config["decoder"]["hidden_size"]
     encoder, decoder, attention = config["encoder"], config["decoder"], config["attention"]
-    memory_dim, final_dim = encoder_widths(encoder)
-    hidden = decoder["hidden_size"]
-    decoder_own, cross = decoder_flops(decoder, attention, embed_dim, shapes)
+    encoder_part = _component("encoder", encoder)
+    decoder_formula = _component("decoder", decoder).flops
+    decoder_own, attention_layers = decoder_formula(decoder, embed_dim, batch_size, tgt_len)
+    cross = _component("attention", attention).flops(
+        attention, batch_size, tgt_len, src_len, hidden
+    )
     return {
-        "encoder": encoder_flops(encoder, embed_dim, shapes),
-        "bridge": bridge_flops(memory_dim, final_dim, hidden, shapes),
+        "encoder": encoder_part.flops(encoder, embed_dim, batch_size, src_len),
+        "bridge": bridge_flops(*encoder_part.builder.widths(encoder), hidden, shapes),
         "decoder": decoder_own,
-        "attention": cross,
-        "generator": linear(shapes.batch * shapes.tgt_len, hidden, tgt_vocab),
+        "attention": attention_layers * cross,
+        "generator": linear(batch_size * tgt_len, hidden, tgt_vocab),
     }
-
-
-# ---------------------------------------------------------------- encoders
-
-
-def encoder_widths(encoder: dict[str, Any]) -> tuple[int, int | None]:
-    """(memory width, final-state width or None), as the encoder classes set them."""
-    if _family(encoder) == "RNN":
-        width = encoder["hidden_size"] * (2 if encoder["bidirectional"] else 1)
-        return width, width
-    return encoder["hidden_size"], None
-
-
-def encoder_flops(encoder: dict[str, Any], embed_dim: int, shapes: Shapes) -> int:
-    """The encoder of any family over B·S source positions."""
-    tokens, hidden = shapes.batch * shapes.src_len, encoder["hidden_size"]
-    family = _family(encoder)
-    if family == "RNN":
-        directions = 2 if encoder["bidirectional"] else 1
-        layers = encoder["num_layers"]
-        return recurrent_flops(tokens, embed_dim, hidden, layers, directions, encoder["cell"])
-    if family == "CNN":
-        blocks = encoder["num_layers"] * linear(tokens, encoder["kernel_size"] * hidden, 2 * hidden)
-        return linear(tokens, embed_dim, hidden) + blocks + linear(tokens, hidden, hidden)
-    if family == "Transformer":
-        layer = transformer_self_attention(encoder, shapes.batch, shapes.src_len)
-        layer += feed_forward_flops(tokens, hidden, encoder["ff_size"])
-        return _input_projection(tokens, embed_dim, hidden) + encoder["num_layers"] * layer
-    raise ValueError(f"encoder._target_={encoder['_target_']!r}: no FLOP formula for it")
-
-
-def recurrent_flops(
-    steps: int, input_dim: int, hidden: int, layers: int, directions: int, cell: str
-) -> int:
-    """A stacked (bi)RNN over `steps` positions: per layer and direction lin(steps, I + H, g·H)."""
-    if cell not in RNN_GATES:
-        raise ValueError(f"cell must be one of {sorted(RNN_GATES)}, got {cell!r}")
-    total = 0
-    for layer in range(layers):
-        width = input_dim if layer == 0 else hidden * directions
-        total += directions * linear(steps, width + hidden, RNN_GATES[cell] * hidden)
-    return total
-
-
-def feed_forward_flops(tokens: int, hidden: int, ff_size: int) -> int:
-    """FFN(x) = W₂ ReLU(W₁ x + b₁) + b₂ (Vaswani et al. 2017, eq. 2)."""
-    return linear(tokens, hidden, ff_size) + linear(tokens, ff_size, hidden)
-
-
-def transformer_self_attention(part: dict[str, Any], batch: int, length: int) -> int:
-    """Multi-head scaled dot-product self-attention of `length` positions."""
-    config = {**SELF_ATTENTION, "heads": part["heads"]}
-    return attention_flops(config, batch, length, length, part["hidden_size"])
-
-
-def _input_projection(tokens: int, embed_dim: int, hidden: int) -> int:
-    return 0 if embed_dim == hidden else linear(tokens, embed_dim, hidden)
-
-
-# ---------------------------------------------------------------- bridge and decoders
 
 
 def bridge_flops(memory_dim: int, final_dim: int | None, hidden: int, shapes: Shapes) -> int:
     """Memory projection (when widths differ) and the initial state h₀ = tanh(W s + b)."""
-    tokens = shapes.batch * shapes.src_len
-    memory = 0 if memory_dim == hidden else linear(tokens, memory_dim, hidden)
-    return memory + linear(shapes.batch, final_dim or hidden, hidden)
+    memory = width_change(shapes.batch_size * shapes.src_len, memory_dim, hidden)
+    return memory + linear(shapes.batch_size, final_dim or hidden, hidden)
 
 
-def decoder_flops(
-    decoder: dict[str, Any], attention: dict[str, Any], embed_dim: int, shapes: Shapes
-) -> tuple[int, int]:
-    """(the decoder's own FLOPs, those of its attention over the source, all layers)."""
-    tokens, hidden = shapes.batch * shapes.tgt_len, decoder["hidden_size"]
-    cross = attention_flops(attention, shapes.batch, shapes.tgt_len, shapes.src_len, hidden)
-    family = _family(decoder)
-    if family == "RNN":
-        return recurrent_decoder_flops(decoder, embed_dim, tokens), cross
-    layers = decoder["num_layers"]
-    if family == "CNN":
-        conv = linear(tokens, decoder["kernel_size"] * hidden, 2 * hidden)
-        per_layer = conv + linear(tokens, hidden, hidden)  # + the attention query d_i
-        return linear(tokens, embed_dim, hidden) + layers * per_layer, layers * cross
-    if family == "Transformer":
-        per_layer = transformer_self_attention(decoder, shapes.batch, shapes.tgt_len)
-        per_layer += feed_forward_flops(tokens, hidden, decoder["ff_size"])
-        return _input_projection(tokens, embed_dim, hidden) + layers * per_layer, layers * cross
-    raise ValueError(f"decoder._target_={decoder['_target_']!r}: no FLOP formula for it")
-
-
-def recurrent_decoder_flops(decoder: dict[str, Any], embed_dim: int, tokens: int) -> int:
-    """The RNN stack (input: embedding plus the fed-back vector) and the output layer."""
-    hidden, bahdanau = decoder["hidden_size"], decoder["style"] == "bahdanau"
-    fed = hidden if decoder["input_feeding"] else 0  # c_t (Bahdanau) or h̃_{t-1} (Luong)
-    rnn = recurrent_flops(
-        tokens, embed_dim + fed, hidden, decoder["num_layers"], 1, decoder["cell"]
-    )
-    combined = 2 * hidden + (embed_dim if bahdanau else 0)  # [s; c; y] or [c; s]
-    return rnn + linear(tokens, combined, hidden)
-
-
-# ---------------------------------------------------------------- attention
-
-
-def attention_flops(
-    attention: dict[str, Any], batch: int, queries: int, keys: int, dim: int
-) -> int:
-    """One attention layer: `queries` positions over `keys` positions, all widths `dim`."""
-    if attention["_target_"].endswith("NoAttention"):
-        return 2 * batch * queries * keys * dim  # uniform weights @ values
-    heads = attention["heads"]
-    width = dim if heads == 1 else (attention["head_dim"] or dim // heads)
-    projections = 0
-    if heads > 1:
-        inner = heads * width
-        query_side = linear(batch * queries, dim, inner) + linear(batch * queries, inner, dim)
-        projections = query_side + 2 * linear(batch * keys, dim, inner)  # W_Q, W_O; W_K, W_V
-    pairs = batch * heads * queries * keys
-    score = score_flops(attention, batch * heads, queries, keys, width)
-    region = region_flops(attention, batch * heads * queries, width)
-    return projections + score + region + 2 * pairs * width  # + context Σ α v
-
-
-def score_flops(attention: dict[str, Any], rows: int, queries: int, keys: int, width: int) -> int:
-    """Scores of `rows` = batch·heads query/key blocks with per-head width `width`."""
-    score, pairs = attention["score"], rows * queries * keys
-    if score in ("dot", "scaled_dot", "cosine"):
-        return 2 * pairs * width
-    if score == "general":
-        return linear(rows * keys, width, width) + 2 * pairs * width
-    if score == "additive":
-        inner = attention.get("hidden_dim") or width
-        mapped = linear(rows * queries, width, inner) + linear(rows * keys, width, inner)
-        return mapped + 2 * pairs * inner
-    raise ValueError(f"attention.score={score!r}: no FLOP formula for it")
-
-
-def region_flops(attention: dict[str, Any], query_rows: int, width: int) -> int:
-    """Only local-p has products of its own: the centre predictor v_pᵀ tanh(W_p h_t)."""
-    if attention["region"] == "local" and attention.get("local_mode") == "predictive":
-        return linear(query_rows, width, width) + 2 * query_rows * width
-    return 0
-
-
-# ---------------------------------------------------------------- helpers
+def _component(group: str, node: dict[str, Any]) -> registry.Component:
+    """The component a part's node names by its exact `_target_` (an unknown one is a
+    ValueError naming it), provided it has a FLOP formula."""
+    component = registry.of_node(group, node)
+    if component.flops is None:
+        raise ValueError(f"{group} {component.name!r}: no FLOP formula is registered for it")
+    return component
 
 
 def _plain(cfg: DictConfig | dict) -> dict[str, Any]:
     if isinstance(cfg, DictConfig):
         return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
     return cfg
-
-
-def _family(part: dict[str, Any]) -> str:
-    """`seq2seq.models.encoders.RNNEncoder` → "RNN"."""
-    name = part["_target_"].rsplit(".", 1)[-1]
-    return name.removesuffix("Encoder").removesuffix("Decoder")
-
-
-def _check_sizes(**sizes: int) -> None:
-    """Every size must be an int >= 1 (a ValueError names the argument otherwise)."""
-    for name, value in sizes.items():
-        if not (isinstance(value, int) and value >= 1):
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")

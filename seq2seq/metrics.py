@@ -11,14 +11,7 @@ from __future__ import annotations
 
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-# Language codes whose text is written without spaces between words (primary subtag).
-CHINESE_CODES = frozenset({"zh", "cmn"})
-
-
-def is_chinese(lang: str) -> bool:
-    """True for "zh", "cmn" and their regional forms ("zh-Hans", "zh_TW", ...)."""
-    primary = lang.replace("_", "-").split("-")[0].lower()
-    return primary in CHINESE_CODES
+from seq2seq.data.languages import is_chinese
 
 
 def bleu_tokenizer(tgt_lang: str) -> str:

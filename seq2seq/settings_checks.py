@@ -8,7 +8,7 @@ after training has finished.
 
 `check_settings(cfg)` raises `seq2seq.build.ConfigError` naming the first bad key as it is
 written on the command line (`trainer.accumulate must be at least 1, got 0`). It runs at the
-top of `seq2seq.train.run_training` and on every config read from a checkpoint
+top of `seq2seq.runs.assemble.train_and_test` and on every config read from a checkpoint
 (`seq2seq.checkpoint_config`). A key a section lacks is not checked, so the same rules
 serve every encoder, decoder and attention schema.
 """

@@ -38,8 +38,8 @@ def compose_config(overrides: list[str]) -> DictConfig:
 
 
 def toy_train_command(tmp_path: Path, run_dir: Path, *overrides: str) -> list[str]:
-    """`python -m seq2seq.train` on the tiny toy task, data below tmp_path, in run_dir."""
-    return [sys.executable, "-m", "seq2seq.train", *TINY_TOY, f"data.root={tmp_path / 'data'}",
+    """`python -m seq2seq.cli.train` on the tiny toy task, data below tmp_path, in run_dir."""
+    return [sys.executable, "-m", "seq2seq.cli.train", *TINY_TOY, f"data.root={tmp_path / 'data'}",
             f"hydra.run.dir={run_dir}", *overrides]  # fmt: skip
 
 

@@ -1,4 +1,5 @@
-"""The attention presets in configs/attention/ list every option and build what they say."""
+"""The attention presets in configs/attention/ compose to every option of their schema
+(they state only what differs from its defaults) and build what they say."""
 
 from __future__ import annotations
 
@@ -7,20 +8,19 @@ import inspect
 import pytest
 from helpers import compose_config
 from hydra.utils import instantiate
+from omegaconf import OmegaConf
 
+from seq2seq import registry
 from seq2seq.build import plain
+from seq2seq.configs import config_files
 from seq2seq.models.attention import Attention, NoAttention
 
-ATTENTION_PRESETS = [
-    "dot",
-    "scaled_dot",
-    "general",
-    "additive",
-    "cosine",
-    "local",
-    "hard",
-    "multihead",
-]
+# The registered attention component each preset is checked against (`base_<name>`).
+PRESET_COMPONENTS = {
+    entry.name.removesuffix(".yaml"): OmegaConf.create(entry.read_text()).defaults[0]
+    for entry in config_files("attention")
+}
+SCORED = sorted(preset for preset, base in PRESET_COMPONENTS.items() if base == "base_attention")
 ATTENTION_KEYS = {
     name
     for name, parameter in inspect.signature(Attention).parameters.items()
@@ -40,12 +40,20 @@ def build(preset: str, *overrides: str):
     return config, instantiate(config, query_dim=8, key_dim=8, value_dim=8)
 
 
-@pytest.mark.parametrize("preset", ATTENTION_PRESETS)
-def test_presets_list_every_attention_key_and_accept_overrides(preset):
+@pytest.mark.parametrize("preset", sorted(PRESET_COMPONENTS))
+def test_every_preset_builds_the_class_of_its_schema(preset):
+    config, built = build(preset)
+    component = registry.of_node("attention", config)
+    assert PRESET_COMPONENTS[preset] == f"base_{component.name}"
+    assert type(built) is component.builder
+
+
+@pytest.mark.parametrize("preset", SCORED)
+def test_scored_presets_have_every_attention_key_and_accept_overrides(preset):
     config, attention = build(preset, "region=local", "window=3", "local_mode=monotonic")
     assert set(config) - {"_target_"} == ATTENTION_KEYS
     assert isinstance(attention, Attention) and attention.region.window == 3
-    assert attention.score_name == (EXPECTED[preset]["score"] if preset in EXPECTED else preset)
+    assert attention.score_name == EXPECTED.get(preset, {}).get("score", preset)
 
 
 @pytest.mark.parametrize("preset", sorted(EXPECTED))

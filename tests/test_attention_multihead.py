@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seq2seq import registry
 from seq2seq.models.attention import Attention
 
 BATCH, HEADS, HEAD_DIM = 2, 3, 4
@@ -147,12 +148,12 @@ def test_fused_kernel_runs_exactly_when_weights_are_not_needed(attention, monkey
     assert additive(*inputs, need_weights=False)[1] is not None and len(calls) == 1
 
 
-@pytest.mark.parametrize("score", ["dot", "scaled_dot", "general", "additive", "cosine"])
-@pytest.mark.parametrize("region", ["soft", "hard", "local"])
+@pytest.mark.parametrize("score", registry.names("score"))
+@pytest.mark.parametrize("region", registry.names("region"))
 @pytest.mark.parametrize("heads", [1, 3])
 def test_project_memory_then_attend_equals_forward(score, region, heads):
     torch.manual_seed(8)
-    query_dim = 5 if heads == 1 and score in ("dot", "scaled_dot") else 7
+    query_dim = 5 if heads == 1 else 7  # one head: equal widths, which every score accepts
     attention = Attention(query_dim, 5, MODEL_DIM, score=score, region=region, heads=heads).eval()
     query, keys, values = make_inputs(9)
     query = query[..., :query_dim]

@@ -7,16 +7,23 @@ import math
 import pytest
 import torch
 
+from seq2seq import registry
 from seq2seq.models.attention import Attention
 
 BATCH, TGT, SRC = 2, 3, 7
 MASK = torch.tensor([[True] * 7, [True] * 4 + [False] * 3])  # row 1 has 4 real keys
 
+# The settings each registered region is tested with (tests/test_registry.py checks that
+# every registered region has some).
+REGION_CASES = {
+    "soft": [{}],
+    "hard": [{}],
+    "local": [dict(local_mode="predictive", window=2), dict(local_mode="monotonic", window=1)],
+}
 REGION_SETTINGS = [
-    dict(region="soft"),
-    dict(region="hard"),
-    dict(region="local", local_mode="predictive", window=2),
-    dict(region="local", local_mode="monotonic", window=1),
+    {"region": name, **options}
+    for name in registry.names("region")
+    for options in REGION_CASES.get(name, [])
 ]
 
 
@@ -45,7 +52,7 @@ def test_masked_keys_get_exactly_zero_weight(settings, heads, training):
     assert torch.all(weights >= 0) and torch.all(weights.sum(-1) <= 1 + 1e-6)
 
 
-@pytest.mark.parametrize("settings", REGION_SETTINGS[:2])
+@pytest.mark.parametrize("settings", [dict(region="soft"), dict(region="hard")])
 def test_soft_and_hard_weights_sum_to_one_over_real_keys(settings):
     torch.manual_seed(0)
     attention = Attention(5, 5, 3, score="general", **settings)

@@ -1,15 +1,21 @@
-"""Each score function against its formula, written out independently on small tensors."""
+"""Each registered score function against its formula, written out independently on small
+tensors (`REFERENCE_SCORES`, one case per registered name)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import pytest
 import torch
+import torch.nn.functional as F
 
+from seq2seq import registry
 from seq2seq.models.attention import Attention
 
 BATCH, TGT, SRC = 2, 3, 5
+COSINE_SCALE = 2.5  # a fixed γ
 
 
 def raw_scores(attention: Attention, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
@@ -44,47 +50,77 @@ def test_soft_weights_and_context_follow_the_scores():
     torch.testing.assert_close(context, expected_context)
 
 
-def test_general_score_is_bilinear_with_different_widths():
+# ------------------------------------------------------------- one reference per score
+
+
+@dataclass(frozen=True)
+class ScoreCase:
+    """How to build a score (query width, Attention options) and its formula written out
+    independently: `expected(attention, query (B, T, q), keys (B, S, k)) -> (B, T, S)`."""
+
+    query_dim: int
+    expected: Callable[[Attention, torch.Tensor, torch.Tensor], torch.Tensor]
+    options: dict = field(default_factory=dict)
+
+
+def pairwise(score: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], query, keys):
+    """`score(q_t, k_s)` for every (b, t, s), one pair at a time."""
+    expected = torch.zeros(query.size(0), query.size(1), keys.size(1))
+    for b in range(query.size(0)):
+        for t in range(query.size(1)):
+            for s in range(keys.size(1)):
+                expected[b, t, s] = score(query[b, t], keys[b, s])
+    return expected
+
+
+def general(attention, query, keys):
+    bilinear = attention.score.key_map.weight[0].T  # W: (query, key)
+    return pairwise(lambda q, k: q @ bilinear @ k, query, keys)
+
+
+def additive(attention, query, keys):
+    w_query = attention.score.query_map.weight[0]  # (query, hidden)
+    u_key, bias = attention.score.key_map.weight[0], attention.score.key_map.bias[0, 0]
+    energy = attention.score.energy[0]  # (hidden,)
+    return pairwise(lambda q, k: energy @ torch.tanh(q @ w_query + k @ u_key + bias), query, keys)
+
+
+def cosine(attention, query, keys):
+    return COSINE_SCALE * F.cosine_similarity(query.unsqueeze(2), keys.unsqueeze(1), dim=-1)
+
+
+# Every registered score needs a case here (tests/test_registry.py checks it too).
+REFERENCE_SCORES = {
+    "dot": ScoreCase(5, lambda attention, q, k: pairwise(torch.dot, q, k)),
+    "scaled_dot": ScoreCase(5, lambda attention, q, k: pairwise(torch.dot, q, k) / math.sqrt(5)),
+    "general": ScoreCase(7, general),  # bilinear across different widths
+    "additive": ScoreCase(7, additive, {"hidden_dim": 3}),
+    "cosine": ScoreCase(5, cosine, {"cosine_scale": COSINE_SCALE}),
+}
+
+
+def score_case(name: str) -> ScoreCase:
+    if name not in REFERENCE_SCORES:
+        pytest.fail(
+            f"score {name!r} is registered but has no reference case: add one to "
+            "REFERENCE_SCORES in tests/test_attention_scores.py"
+        )
+    return REFERENCE_SCORES[name]
+
+
+@pytest.mark.parametrize("name", registry.names("score"))
+def test_every_registered_score_follows_its_formula(name):
+    case = score_case(name)
     torch.manual_seed(1)
-    query, keys = torch.randn(BATCH, TGT, 7), torch.randn(BATCH, SRC, 5)
-    attention = Attention(7, 5, score="general")
-    bilinear = attention.score.key_map.weight[0].T  # W: (query 7, key 5)
-    expected = torch.zeros(BATCH, TGT, SRC)
-    for b in range(BATCH):
-        for t in range(TGT):
-            for s in range(SRC):
-                expected[b, t, s] = query[b, t] @ bilinear @ keys[b, s]
-    torch.testing.assert_close(raw_scores(attention, query, keys), expected)
-
-
-def test_additive_score_is_v_tanh_wq_plus_uk():
-    torch.manual_seed(2)
-    query, keys = torch.randn(BATCH, TGT, 7), torch.randn(BATCH, SRC, 5)
-    attention = Attention(7, 5, score="additive", hidden_dim=3)
-    w_query = attention.score.query_map.weight[0]  # (7, 3)
-    u_key, bias = (
-        attention.score.key_map.weight[0],
-        attention.score.key_map.bias[0, 0],
-    )  # (5, 3), (3,)
-    energy = attention.score.energy[0]  # (3,)
-    expected = torch.zeros(BATCH, TGT, SRC)
-    for b in range(BATCH):
-        for t in range(TGT):
-            for s in range(SRC):
-                expected[b, t, s] = energy @ torch.tanh(
-                    query[b, t] @ w_query + keys[b, s] @ u_key + bias
-                )
-    torch.testing.assert_close(raw_scores(attention, query, keys), expected)
-
-
-def test_cosine_score_with_fixed_scale():
-    torch.manual_seed(3)
-    query, keys = torch.randn(BATCH, TGT, 5), torch.randn(BATCH, SRC, 5)
-    attention = Attention(5, 5, score="cosine", cosine_scale=2.5)
-    expected = 2.5 * torch.nn.functional.cosine_similarity(
-        query.unsqueeze(2), keys.unsqueeze(1), dim=-1
+    query, keys = torch.randn(BATCH, TGT, case.query_dim), torch.randn(BATCH, SRC, 5)
+    attention = Attention(case.query_dim, 5, score=name, **case.options)
+    torch.testing.assert_close(
+        raw_scores(attention, query, keys), case.expected(attention, query, keys)
     )
-    torch.testing.assert_close(raw_scores(attention, query, keys), expected)
+
+
+def test_cosine_with_a_fixed_scale_has_no_parameters():
+    attention = Attention(5, 5, score="cosine", cosine_scale=COSINE_SCALE)
     assert not any(p.requires_grad for p in attention.parameters())  # γ fixed, no projection
 
 
@@ -97,9 +133,7 @@ def test_cosine_projects_keys_of_another_width_and_learns_its_scale():
     )
     attention = Attention(7, 5, 3, score="cosine")
     mapped_keys = keys @ attention.score.key_map.weight[0]  # (batch, src, 7)
-    cosine = torch.nn.functional.cosine_similarity(
-        query.unsqueeze(2), mapped_keys.unsqueeze(1), dim=-1
-    )
+    cosine = F.cosine_similarity(query.unsqueeze(2), mapped_keys.unsqueeze(1), dim=-1)
     torch.testing.assert_close(raw_scores(attention, query, keys), 10.0 * cosine)
     context, _ = attention(query, keys, values)
     context.square().sum().backward()
@@ -118,10 +152,10 @@ def test_dot_scores_accept_different_widths_with_heads():
     assert context.shape == (1, 3, 6) and weights.shape == (1, 2, 3, 5)
 
 
-@pytest.mark.parametrize("score", ["dot", "scaled_dot", "general", "additive", "cosine"])
+@pytest.mark.parametrize("score", registry.names("score"))
 def test_fused_and_explicit_paths_agree_for_every_score(score):
     torch.manual_seed(5)
-    width = 5 if score in ("dot", "scaled_dot") else 7
+    width = score_case(score).query_dim
     query, keys, values = (
         torch.randn(BATCH, TGT, width),
         torch.randn(BATCH, SRC, 5),
@@ -135,11 +169,12 @@ def test_fused_and_explicit_paths_agree_for_every_score(score):
     assert weights[1, ..., 2:].abs().max() == 0
 
 
-@pytest.mark.parametrize("score", ["additive", "general"])
+@pytest.mark.parametrize("score", registry.names("score"))
 def test_gradcheck_soft_scores(score):
     torch.manual_seed(6)
-    attention = Attention(3, 5, 7, score=score).double()
-    query = torch.randn(2, 3, 3, dtype=torch.float64, requires_grad=True)
+    width = score_case(score).query_dim
+    attention = Attention(width, 5, 7, score=score).double()
+    query = torch.randn(2, 3, width, dtype=torch.float64, requires_grad=True)
     keys = torch.randn(2, 5, 5, dtype=torch.float64, requires_grad=True)
     values = torch.randn(2, 5, 7, dtype=torch.float64, requires_grad=True)
     mask = torch.tensor([[True] * 5, [True, True, True, False, False]])

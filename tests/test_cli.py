@@ -11,8 +11,8 @@ import pytest
 from helpers import compose_config
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from seq2seq import evaluate, translate
-from seq2seq.train import run_training
+from seq2seq.cli import evaluate, translate
+from seq2seq.runs.assemble import train_and_test
 
 SLICE = [
     "data.max_pairs=2500",
@@ -43,7 +43,7 @@ def trained_run(tmp_path_factory, corpus_mirror):
 
     os.environ["SEQ2SEQ_DATA_MIRROR"] = str(corpus_mirror)
     cfg = compose_config(SLICE + [f"data.root={root / 'data'}"])
-    results = run_training(cfg, root / "run", outputs_root=root)
+    results = train_and_test(cfg, root / "run", outputs_root=root)
     return root / "run", results
 
 
@@ -65,7 +65,9 @@ def _translate(capsys, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def test_translate_keeps_lines_and_handles_empty_overlong_and_unseen(trained_run, tmp_path, capsys, caplog):
+def test_translate_keeps_lines_and_handles_empty_overlong_and_unseen(
+    trained_run, tmp_path, capsys, caplog
+):
     run, _ = trained_run
     lines = ["我爱中国。", "", "我爱中国。" * 40, "㐀㐁㐂是什么？"]
     source = tmp_path / "in.zh"

@@ -15,27 +15,39 @@ from helpers import compose_config
 from omegaconf import OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 
+from seq2seq import registry
 from seq2seq.build import build_model, count_parameters
+from seq2seq.configs import config_files
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-COMPARE_ATTENTIONS = ["none", "dot", "scaled_dot", "general", "additive", "cosine", "local", "hard", "multihead"]  # fmt: skip
-COMPARE_FAMILIES = ["rnn", "lstm", "gru", "cnn", "transformer"]
+# What `make compare` sweeps: every attention preset, every `compare_<family>` experiment.
+COMPARE_ATTENTIONS = [Path(entry.name).stem for entry in config_files("attention")]
+COMPARE_FAMILIES = [
+    Path(entry.name).stem.removeprefix("compare_")
+    for entry in config_files("experiment")
+    if entry.name.startswith("compare_")
+]
 VOCAB = 4000  # the Tatoeba presets' sentencepiece vocabulary, both sides
 
 
 def load_script(name: str):
-    """Import scripts/<name>.py; the scripts import each other from their own folder."""
+    """Import scripts/<name>.py from its file (scripts import only the library)."""
     if name in sys.modules:
         return sys.modules[name]
-    sys.path.insert(0, str(SCRIPTS))
-    try:
-        spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up by name
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPTS))
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
     return module
+
+
+def test_the_sweeps_cover_the_registered_components():
+    """The compare sweep enumerates the presets; every encoder family is compared."""
+    assert "none" in COMPARE_ATTENTIONS and "additive" in COMPARE_ATTENTIONS
+    assert set(registry.names("encoder")) <= {
+        registry.of_node("encoder", compose_config([f"+experiment=compare_{family}"]).encoder).name
+        for family in COMPARE_FAMILIES
+    }
 
 
 def fake_run(run_dir: Path, attention: str, results: dict | None, scalars: dict) -> None:

@@ -6,8 +6,8 @@ import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
+from seq2seq.cli.data import format_summary
 from seq2seq.config import register_configs
-from seq2seq.data.cli import format_summary
 from seq2seq.data.config import DataConfig
 
 

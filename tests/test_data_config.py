@@ -59,6 +59,14 @@ def test_plain_urls_are_accepted(url):
     assert DataConfig(url=url).url == url
 
 
+@pytest.mark.parametrize(
+    ("src_lang", "tgt_lang", "side"),
+    [("zh", "en", "src"), ("en", "cmn", "tgt"), ("zh-Hant", "en", "src"), ("en", "de", None)],
+)
+def test_the_chinese_side_follows_the_language_codes(src_lang, tgt_lang, side):
+    assert DataConfig(src_lang=src_lang, tgt_lang=tgt_lang).chinese_side() == side
+
+
 def test_unknown_key_is_rejected():
     with pytest.raises(ValueError, match="vocab"):
         DataConfig.from_mapping({"vocab": 100})

@@ -7,7 +7,12 @@ import random
 import pytest
 import sentencepiece as spm
 
-from seq2seq.data.tokenizer import SubwordTokenizer, SymbolTokenizer, tokenizer_from_bytes
+from seq2seq.data.tokenizer import (
+    SubwordTokenizer,
+    SymbolTokenizer,
+    spm_settings,
+    tokenizer_from_bytes,
+)
 from seq2seq.special_tokens import (
     BOS_ID,
     BOS_PIECE,
@@ -108,6 +113,38 @@ def test_chinese_has_no_dummy_prefix_piece(tmp_path):
     pieces = tokenizer.pieces("我在家里吃饭。")
     assert "▁" not in "".join(pieces)
     assert tokenizer.decode(tokenizer.encode("我在家里吃饭。")) == "我在家里吃饭。"
+
+
+CJK = {"character_coverage": 0.9995, "add_dummy_prefix": False}
+SPACED = {"character_coverage": 1.0, "add_dummy_prefix": True}
+
+
+@pytest.mark.parametrize(
+    ("text_langs", "expected"),
+    [
+        (["zh"], CJK),  # these settings are part of the cache key: unchanged for "zh"
+        (["en"], SPACED),
+        (["zh", "en"], {"character_coverage": 0.9995, "add_dummy_prefix": True}),  # joint
+        (["cmn"], CJK),
+        (["zh-Hans"], CJK),
+        (["zh_TW"], CJK),
+        (["ja"], CJK),
+        (["ko"], SPACED),
+    ],
+)
+def test_sentencepiece_settings_by_language(text_langs, expected):
+    assert spm_settings(4000, "unigram", text_langs) == {
+        "vocab_size": 4000,
+        "model_type": "unigram",
+        **expected,
+    }
+
+
+def test_zh_hans_is_trained_like_zh(tmp_path):
+    tokenizer = SubwordTokenizer.train(
+        chinese_text(), lang="zh-Hans", vocab_size=40, folder=tmp_path
+    )
+    assert "▁" not in "".join(tokenizer.pieces("我在家里吃饭。"))
 
 
 def test_symbol_tokenizer():

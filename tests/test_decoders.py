@@ -12,7 +12,9 @@ import torch.nn.functional as F
 from seq2seq.models.attention import Attention, NoAttention
 from seq2seq.models.base import reorder_state
 from seq2seq.models.decoders import CNNDecoder, RNNDecoder, TransformerDecoder
+from seq2seq.models.decoders.rnn import STYLES
 from seq2seq.models.positional import sinusoid_table
+from seq2seq.models.recurrent import RNN_CELLS
 
 EMBED, HIDDEN, BATCH, SRC_LEN, TGT_LEN = 5, 8, 3, 7, 6
 ATOL = 1e-5
@@ -28,7 +30,7 @@ ATTENTIONS = {
     ),
     "none": NoAttention,
 }
-RNN_VARIANTS = list(itertools.product(["rnn", "lstm", "gru"], ["bahdanau", "luong"], [True, False]))
+RNN_VARIANTS = list(itertools.product(RNN_CELLS, STYLES, [True, False]))
 
 
 def rnn_decoder(attention: str, cell="gru", style="bahdanau", input_feeding=True, num_layers=2):

@@ -41,7 +41,7 @@ def _train_command(launcher: list[str], run_dir, data_root, extra: list[str]) ->
         "model.embed_dropout=0",
         f"hydra.run.dir={run_dir}",
     ]
-    return [*launcher, "-m", "seq2seq.train", *overrides, *extra]
+    return [*launcher, "-m", "seq2seq.cli.train", *overrides, *extra]
 
 
 def _run(command: list[str]) -> None:

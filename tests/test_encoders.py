@@ -5,18 +5,18 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
-from hydra.utils import instantiate
-from omegaconf import OmegaConf
+from helpers import compose_config
 
+from seq2seq import registry
+from seq2seq.build import instantiate_part
+from seq2seq.configs import preset_names
 from seq2seq.models.base import Encoder
 from seq2seq.models.encoders import CNNEncoder, RNNEncoder, TransformerEncoder
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "encoder"
 EMBED = 5
 HIDDEN = 8
 LENGTHS = [5, 2, 4]  # a batch of three right-padded sources
@@ -298,24 +298,16 @@ def test_follows_the_input_dtype(name: str) -> None:
     assert out.memory[~src_mask].eq(0).all()
 
 
-@pytest.mark.parametrize(
-    ("preset", "expected_class"),
-    [
-        ("rnn", RNNEncoder),
-        ("lstm", RNNEncoder),
-        ("gru", RNNEncoder),
-        ("cnn", CNNEncoder),
-        ("transformer", TransformerEncoder),
-    ],
-)
-def test_config_presets_list_every_constructor_argument(preset: str, expected_class: type) -> None:
-    config = OmegaConf.load(CONFIG_DIR / f"{preset}.yaml")
-    arguments = set(inspect.signature(expected_class).parameters) - {"embed_dim"}
-    assert set(config) - {"_target_", "defaults"} == arguments
-    schema = "base_rnn" if expected_class is RNNEncoder else f"base_{preset}"
-    assert list(config.defaults) == [schema, "_self_"]  # checked against seq2seq.config
-    del config["defaults"]
-    encoder = instantiate(config, embed_dim=EMBED)
-    assert type(encoder) is expected_class
-    if preset in ("rnn", "lstm", "gru"):
-        assert encoder.rnn.mode == {"rnn": "RNN_TANH", "lstm": "LSTM", "gru": "GRU"}[preset]
+RNN_MODES = {"rnn": "RNN_TANH", "lstm": "LSTM", "gru": "GRU"}  # torch's name of each cell
+
+
+@pytest.mark.parametrize("preset", preset_names("encoder"))
+def test_every_preset_composes_to_the_constructor_arguments_and_builds(preset: str) -> None:
+    config = compose_config([f"encoder={preset}"]).encoder
+    component = registry.of_node("encoder", config)
+    arguments = set(inspect.signature(component.builder).parameters) - {"embed_dim"}
+    assert set(config) - {"_target_"} == arguments
+    encoder = instantiate_part(config, "encoder", embed_dim=EMBED)
+    assert type(encoder) is component.builder
+    if "cell" in config:  # a recurrent preset is named after its cell
+        assert encoder.rnn.mode == RNN_MODES[preset]

@@ -19,7 +19,9 @@ from helpers import compose_config
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
+from seq2seq import registry
 from seq2seq.build import build_model
+from seq2seq.configs import preset_names
 from seq2seq.flops import flops_breakdown, forward_flops, training_flops
 
 VOCAB, BATCH, SRC_LEN, TGT_LEN = 13, 3, 5, 7
@@ -52,7 +54,7 @@ MODELS = {
     "transformer_wider_embedding": TRANSFORMER
     + ["model.embed_dim=16", "model.tie_embeddings=false", "attention=additive"],
 }
-ATTENTIONS = ["none", "dot", "scaled_dot", "general", "additive", "cosine", "local", "hard"]
+ATTENTIONS = preset_names("attention")
 
 
 def counted_flops(overrides: list[str]) -> tuple[int, int]:
@@ -78,6 +80,15 @@ def analytic(overrides: list[str]) -> tuple[int, int]:
     return forward_flops(cfg, *shape), training_flops(cfg, *shape)
 
 
+def test_the_models_cover_every_registered_family():
+    for group in ("encoder", "decoder"):
+        covered = {
+            registry.of_node(group, compose_config(TINY + overrides)[group]).name
+            for overrides in MODELS.values()
+        }
+        assert covered == set(registry.names(group)), f"MODELS lacks a {group} family"
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_every_family_matches_flop_counter(name):
     counted_forward, counted_training = counted_flops(MODELS[name])
@@ -88,6 +99,8 @@ def test_every_family_matches_flop_counter(name):
 
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_every_attention_preset_matches_flop_counter(attention):
+    """Every preset, so every registered score, region and attention class (tests/test_registry.py
+    checks that each is used by a preset)."""
     overrides = ["encoder=gru", "decoder=gru", f"attention={attention}"]
     counted_forward, counted_training = counted_flops(overrides)
     forward, training = analytic(overrides)

@@ -25,7 +25,9 @@ NOT_SOURCE = {".git", ".venv", "data", "outputs", "multirun", "build", "bench", 
 
 def test_every_package_of_the_source_tree_is_listed_in_pyproject():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
-    listed = set(tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    listed = set(
+        tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
     on_disk = {
         ".".join(init.parent.relative_to(REPO_ROOT).parts)
         for init in (REPO_ROOT / "seq2seq").rglob("__init__.py")
@@ -41,7 +43,9 @@ def run(command: list[str], cwd: Path, timeout: float = 180) -> subprocess.Compl
 
 def _not_source(folder: str, names: list[str]) -> set[str]:
     top = NOT_SOURCE if Path(folder) == REPO_ROOT else set()
-    return {name for name in names if name in top or name == "__pycache__" or name.endswith(".egg-info")}
+    return {
+        name for name in names if name in top or name == "__pycache__" or name.endswith(".egg-info")
+    }
 
 
 @pytest.fixture(scope="module")

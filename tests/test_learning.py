@@ -9,14 +9,10 @@ sequences: that is the point of attention.
 from __future__ import annotations
 
 import pytest
-import torch
 from helpers import compose_config
 
-from seq2seq.build import build_model, plain
-from seq2seq.data.config import DataConfig
-from seq2seq.data.prepare import prepare
 from seq2seq.decoding import SearchSettings, translate_ids
-from seq2seq.training.logger import RunLogger
+from seq2seq.runs.assemble import Placement, assemble_trainer
 from seq2seq.training.trainer import Trainer
 from seq2seq.visualise.alignment import toy_alignment_accuracy
 
@@ -43,14 +39,10 @@ TRANSFORMER = ["encoder=transformer", "decoder=transformer", "attention=multihea
 
 def train_toy(tmp_path, overrides: list[str]) -> tuple[Trainer, object]:
     cfg = compose_config(COMMON + overrides + [f"data.root={tmp_path}"])
-    torch.set_num_threads(cfg.trainer.threads)  # as seq2seq-train does; results depend on it
-    torch.manual_seed(cfg.trainer.seed)
-    data = prepare(DataConfig(**plain(cfg.data)))
-    model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
-    device = torch.device("cpu")
-    trainer = Trainer(cfg, model, data, tmp_path, device, RunLogger(tmp_path, enabled=False))
+    placement = Placement.single("cpu")
+    trainer = assemble_trainer(cfg, tmp_path, placement=placement, observe=False)
     trainer.fit()
-    return trainer, data
+    return trainer, trainer.data
 
 
 def exact_match(trainer: Trainer, data) -> float:

@@ -62,7 +62,15 @@ def test_zh_tokenizer_changes_bleu_on_unsegmented_chinese(tmp_path):
 
 @pytest.mark.parametrize(
     ("lang", "tokenizer"),
-    [("zh", "zh"), ("zh-Hans", "zh"), ("ZH_tw", "zh"), ("cmn", "zh"), ("en", "13a"), ("de", "13a")],
+    [
+        ("zh", "zh"),
+        ("zh-Hans", "zh"),
+        ("ZH_tw", "zh"),
+        ("cmn", "zh"),
+        ("ja", "13a"),
+        ("en", "13a"),
+        ("de", "13a"),
+    ],
 )
 def test_bleu_tokenizer_by_target_language(lang, tokenizer):
     assert bleu_tokenizer(lang) == tokenizer

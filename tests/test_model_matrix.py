@@ -4,19 +4,18 @@ composed config and runs forward and backward on a tiny batch."""
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import pytest
 import torch
 from helpers import compose_config
 
+from seq2seq import registry
 from seq2seq.build import build_model
-from seq2seq.configs import config_files
+from seq2seq.configs import preset_names
 from seq2seq.special_tokens import BOS_ID, PAD_ID
 
-FAMILIES = ["rnn", "lstm", "gru", "cnn", "transformer"]
-ATTENTIONS = ["none", "dot", "scaled_dot", "general", "additive", "cosine", "local", "hard",
-              "multihead"]  # fmt: skip
+# Every preset of each group, so every registered component (tests/test_registry.py).
+ENCODERS, DECODERS, ATTENTIONS = (preset_names(g) for g in ("encoder", "decoder", "attention"))
 VOCAB = 11
 
 
@@ -27,7 +26,7 @@ def tiny_batch() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 
 @pytest.mark.parametrize(
-    ("encoder", "decoder", "attention"), list(itertools.product(FAMILIES, FAMILIES, ATTENTIONS))
+    ("encoder", "decoder", "attention"), list(itertools.product(ENCODERS, DECODERS, ATTENTIONS))
 )
 def test_every_combination_builds_and_trains_a_step(encoder, decoder, attention):
     cfg = compose_config(
@@ -39,13 +38,13 @@ def test_every_combination_builds_and_trains_a_step(encoder, decoder, attention)
     src, src_mask, tgt_in = tiny_batch()
     logits, weights = model(src, src_mask, tgt_in, need_weights=True)
     assert logits.shape == (2, 3, VOCAB)
-    assert (weights is None) == (attention == "none")
+    assert (weights is None) == (registry.of_node("attention", cfg.attention).name == "none")
     logits.logsumexp(-1).sum().backward()
     grads = [p.grad for p in model.encoder.parameters() if p.requires_grad]
     assert grads and all(g is not None for g in grads), "the encoder received no gradient"
 
 
-PRESETS = [Path(entry.name).stem for entry in config_files("experiment")]
+PRESETS = preset_names("experiment")
 
 
 @pytest.mark.parametrize("preset", PRESETS)

@@ -7,7 +7,12 @@ import math
 import pytest
 import torch
 
-from seq2seq.models.positional import LearnedPositions, SinusoidalPositions
+from seq2seq.models.positional import (
+    POSITIONAL_ENCODINGS,
+    LearnedPositions,
+    SinusoidalPositions,
+    position_table,
+)
 
 
 def explicit_sinusoid(position: int, column: int, dim: int) -> float:
@@ -34,7 +39,7 @@ def test_sinusoid_table_is_a_buffer_not_a_parameter() -> None:
     assert dict(module.named_buffers())["positions"].shape == (16, 8)
 
 
-@pytest.mark.parametrize("module_class", [SinusoidalPositions, LearnedPositions])
+@pytest.mark.parametrize("module_class", POSITIONAL_ENCODINGS.values())
 def test_forward_adds_the_positions_to_the_input(module_class: type) -> None:
     torch.manual_seed(0)
     module = module_class(5, max_positions=9)
@@ -42,7 +47,7 @@ def test_forward_adds_the_positions_to_the_input(module_class: type) -> None:
     torch.testing.assert_close(module(x) - module(torch.zeros_like(x)), x)
 
 
-@pytest.mark.parametrize("module_class", [SinusoidalPositions, LearnedPositions])
+@pytest.mark.parametrize("module_class", POSITIONAL_ENCODINGS.values())
 def test_offset_gives_the_same_encoding_as_the_full_pass(module_class: type) -> None:
     torch.manual_seed(0)
     module = module_class(5, max_positions=9)
@@ -53,7 +58,7 @@ def test_offset_gives_the_same_encoding_as_the_full_pass(module_class: type) -> 
     torch.testing.assert_close(module(torch.zeros(2, 3, 5), offset=4), full[:, 4:7])
 
 
-@pytest.mark.parametrize("module_class", [SinusoidalPositions, LearnedPositions])
+@pytest.mark.parametrize("module_class", POSITIONAL_ENCODINGS.values())
 def test_positions_past_the_table_raise(module_class: type) -> None:
     module = module_class(5, max_positions=6)
     module(torch.zeros(1, 4, 5), offset=2)  # exactly fills the table: allowed
@@ -63,7 +68,7 @@ def test_positions_past_the_table_raise(module_class: type) -> None:
         module(torch.zeros(1, 7, 5))
 
 
-@pytest.mark.parametrize("module_class", [SinusoidalPositions, LearnedPositions])
+@pytest.mark.parametrize("module_class", POSITIONAL_ENCODINGS.values())
 def test_bad_arguments_raise(module_class: type) -> None:
     module = module_class(5, max_positions=6)
     with pytest.raises(ValueError, match="offset"):
@@ -84,3 +89,9 @@ def test_learned_positions_are_trained() -> None:
 def test_follows_the_input_dtype() -> None:
     x = torch.zeros(1, 3, 8, dtype=torch.float64)
     assert SinusoidalPositions(8)(x).dtype == torch.float64
+
+
+def test_position_tables_are_chosen_by_name():
+    assert isinstance(position_table("learned", 4, 6), LearnedPositions)
+    with pytest.raises(ValueError, match="positional must be one of"):
+        position_table("rotary", 4, 6)

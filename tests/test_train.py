@@ -12,7 +12,7 @@ from omegaconf.errors import ConfigKeyError, ValidationError
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from seq2seq.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from seq2seq.train import run_training
+from seq2seq.runs.assemble import train_and_test
 
 
 def _train(tmp_path, name: str, overrides: list[str]) -> tuple[dict, list[float]]:
@@ -30,7 +30,7 @@ def _train(tmp_path, name: str, overrides: list[str]) -> tuple[dict, list[float]
 
     trainer_module.Trainer.fit = recording_fit
     try:
-        results = run_training(cfg, tmp_path / name, outputs_root=tmp_path)
+        results = train_and_test(cfg, tmp_path / name, outputs_root=tmp_path)
     finally:
         trainer_module.Trainer.fit = original
     return results, losses

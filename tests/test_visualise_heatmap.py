@@ -9,11 +9,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from helpers import compose_config
 from matplotlib import font_manager
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from seq2seq.configs import preset_names
 from seq2seq.visualise.fonts import cjk_font_family, cjk_font_path
 from seq2seq.visualise.heatmap import (
     describe_run,
@@ -24,6 +26,7 @@ from seq2seq.visualise.heatmap import (
     save_translation_heatmap,
 )
 
+PARTS = ("encoder", "decoder")
 SOURCE = ["我", "爱", "中国", "。", "</s>"]
 TARGET = ["▁I", "▁love", "▁China", ".", "</s>"]
 
@@ -186,3 +189,11 @@ def test_run_description_names_the_parts_and_the_attention_settings():
     }
     none = {**config, "attention": {"_target_": "seq2seq.models.attention.NoAttention"}}
     assert run_title(none, step=7) == "encoder=transformer · decoder=lstm · attention=none · step 7"
+
+
+@pytest.mark.parametrize(
+    ("group", "preset"), [(group, name) for group in PARTS for name in preset_names(group)]
+)
+def test_every_preset_is_described_by_its_name(group, preset):
+    """A recurrent part by its cell (gru), the others by their registered family (cnn)."""
+    assert describe_run(compose_config([f"{group}={preset}"]))[group] == preset

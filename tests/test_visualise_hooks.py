@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -15,6 +16,7 @@ from seq2seq.build import build_model, plain
 from seq2seq.data.batching import collate
 from seq2seq.data.prepare import prepare
 from seq2seq.special_tokens import EOS_PIECE
+from seq2seq.training.hooks import ValidationContext
 from seq2seq.training.logger import RunLogger
 from seq2seq.visualise.hooks import (
     ACCURACY_TAG,
@@ -30,13 +32,11 @@ from seq2seq.visualise.probes import probes_for
 SPECIALS = ["<pad>", "<unk>", "<s>", EOS_PIECE]
 
 
-def _fake_trainer(cfg, data, run_dir):
+def _context(cfg, data, run_dir, step: int = 1) -> ValidationContext:
+    """What the trainer hands its hooks after a validation, for a fresh model."""
     torch.manual_seed(0)
     model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
-    logger = RunLogger(run_dir)
-    return SimpleNamespace(
-        model=model, device=torch.device("cpu"), logger=logger, data=data, cfg=cfg
-    )
+    return ValidationContext(model, torch.device("cpu"), RunLogger(run_dir), step)
 
 
 def _events(run_dir) -> EventAccumulator:
@@ -63,13 +63,13 @@ def _reverse_accuracy_by_hand(model, examples) -> float:
 def test_toy_hook_logs_an_image_per_sentence_and_the_accuracy(tmp_path):
     cfg = compose_config(TINY_TOY)
     data = prepare(plain(cfg.data))
-    trainer = _fake_trainer(cfg, data, tmp_path)
+    context = _context(cfg, data, tmp_path)
     (hook,) = alignment_hooks(cfg, data)
     rng_before = torch.get_rng_state()
-    hook(trainer, 1)
-    hook(trainer, 2)
+    hook(context)
+    hook(replace(context, step=2))
     assert torch.equal(torch.get_rng_state(), rng_before)  # resuming stays exact
-    trainer.logger.close()
+    context.logger.close()
 
     events = _events(tmp_path)
     lines = data.valid.src_lines[:TOY_SHOWN]
@@ -80,7 +80,7 @@ def test_toy_hook_logs_an_image_per_sentence_and_the_accuracy(tmp_path):
         assert events.Images(tag)[0].encoded_image_string[:4] == b"\x89PNG"
     accuracy = events.Scalars(ACCURACY_TAG)
     assert [point.step for point in accuracy] == [1, 2]
-    by_hand = _reverse_accuracy_by_hand(trainer.model, data.valid.examples)
+    by_hand = _reverse_accuracy_by_hand(context.model, data.valid.examples)
     assert accuracy[0].value == pytest.approx(by_hand, abs=1e-6)
 
 
@@ -128,10 +128,10 @@ def test_probe_hook_logs_every_probe_under_its_chinese_tag(tmp_path):
     data = SimpleNamespace(src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer)
     overrides = ["data=tatoeba_zh_en", "logging.probe_file=null"]
     cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
-    trainer = _fake_trainer(cfg, data, tmp_path)
+    context = _context(cfg, data, tmp_path, step=5)
     (hook,) = alignment_hooks(cfg, data)
-    hook(trainer, 5)
-    trainer.logger.close()
+    hook(context)
+    context.logger.close()
 
     events = _events(tmp_path)
     expected = [image_tag(i, probe.source) for i, probe in enumerate(probes)]
@@ -148,10 +148,11 @@ def test_multihead_probes_get_a_head_mean_image_and_an_every_head_image(tmp_path
     data = SimpleNamespace(src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer)
     overrides = ["data=tatoeba_zh_en", "attention=multihead", "attention.heads=2"]
     cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
-    trainer = _fake_trainer(cfg, data, tmp_path)
-    hook = AlignmentHook(probe_hook(probes, data).shown, [], [])
-    hook(trainer, 3)
-    trainer.logger.close()
+    context = _context(cfg, data, tmp_path, step=3)
+    shown = probe_hook(probes, data, plain(cfg)).shown
+    hook = AlignmentHook(shown, [], [], tgt_tokenizer, plain(cfg))
+    hook(context)
+    context.logger.close()
 
     tags = sorted(_events(tmp_path).Tags()["images"])
     mean_tags = [image_tag(i, probe.source) for i, probe in enumerate(probes)]

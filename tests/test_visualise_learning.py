@@ -1,6 +1,6 @@
 """Attention learns the toy alignments: trained end to end, read back from TensorBoard.
 
-A GRU encoder-decoder with additive attention, trained with `run_training` on the toy
+A GRU encoder-decoder with additive attention, trained with `train_and_test` on the toy
 copy / reverse tasks, must end with `valid/alignment_accuracy` >= 0.9 (the diagonal for
 copy, the anti-diagonal for reverse), having started far below it: the alignment is
 learned, not an artefact of the measurement. About 10 s (reverse) and 25 s (copy) on
@@ -14,7 +14,7 @@ from __future__ import annotations
 from helpers import TINY_TOY, compose_config
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from seq2seq.train import run_training
+from seq2seq.runs.assemble import train_and_test
 from seq2seq.visualise.hooks import ACCURACY_TAG
 
 FAST_TOY = [
@@ -31,7 +31,7 @@ def _alignment_accuracies(tmp_path, task: str, steps: int, valid_every: int) -> 
     overrides = [f"data=toy_{task}", f"data.root={tmp_path / 'data'}"]
     overrides += [f"trainer.max_steps={steps}", f"trainer.valid_every={valid_every}"]
     cfg = compose_config(TINY_TOY + FAST_TOY + overrides)
-    run_training(cfg, tmp_path / "run", outputs_root=tmp_path)
+    train_and_test(cfg, tmp_path / "run", outputs_root=tmp_path)
     events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
     events.Reload()
     return [point.value for point in events.Scalars(ACCURACY_TAG)]

@@ -119,6 +119,7 @@ def test_the_built_in_list_starts_with_the_notes_example_and_every_probe_is_cons
             for source in sources:
                 find_text(probe.source, source)
     assert probes_for("cmn", "en") == probes
+    assert probes_for("zh-Hans", "EN") == probes
     assert probes_for("en", "zh") == [swap_probe(probe) for probe in probes]
     assert probes_for("de", "en") == []
 

@@ -13,10 +13,11 @@ from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from seq2seq.data.languages import is_chinese
+
 KINDS = ("parallel", "toy")
 TOY_TASKS = ("copy", "reverse")
 MODEL_TYPES = ("unigram", "bpe", "char", "word")
-CHINESE_LANGS = ("zh", "cmn")
 MAX_TOY_SYMBOLS = 26  # the toy symbols are the letters 'a' ... 'z'
 URL_SCHEMES = ("http", "https", "file")
 DEFAULT_MAX_MEMBER_BYTES = 2 << 30  # 2 GiB: Tatoeba's largest pair is a few hundred MB
@@ -110,7 +111,7 @@ class DataConfig:
         if self.traditional_to_simplified and not self.chinese_side():
             raise ValueError(
                 "data.traditional_to_simplified needs a Chinese side "
-                f"(src_lang or tgt_lang in {CHINESE_LANGS})"
+                "(a src_lang or tgt_lang such as zh, cmn or zh-Hant)"
             )
         if not 0.0 <= self.max_malformed_share <= 1.0:
             raise ValueError(
@@ -141,9 +142,9 @@ class DataConfig:
 
     def chinese_side(self) -> str | None:
         """ "src" or "tgt" when that side is Chinese, else None."""
-        if self.src_lang in CHINESE_LANGS:
+        if is_chinese(self.src_lang):
             return "src"
-        if self.tgt_lang in CHINESE_LANGS:
+        if is_chinese(self.tgt_lang):
             return "tgt"
         return None
 

@@ -23,6 +23,7 @@ from typing import Protocol
 
 import sentencepiece as spm
 
+from seq2seq.data.languages import is_unspaced_cjk
 from seq2seq.special_tokens import (
     BOS_ID,
     BOS_PIECE,
@@ -38,7 +39,6 @@ log = logging.getLogger(__name__)
 
 SPECIAL_PIECES = (PAD_PIECE, UNK_PIECE, BOS_PIECE, EOS_PIECE)  # in id order 0, 1, 2, 3
 NOT_DECODED_IDS = frozenset((PAD_ID, BOS_ID, EOS_ID))
-CJK_LANGS = ("zh", "cmn", "ja")  # languages with thousands of characters, written unspaced
 TOY_SYMBOLS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -63,12 +63,12 @@ def spm_settings(vocab_size: int, model_type: str, text_langs: Sequence[str]) ->
     would otherwise often become a piece of its own at the start of every sentence, and a
     character coverage of 0.9995 (its rarest characters become <unk>) instead of 1.
     """
-    unspaced = all(lang in CJK_LANGS for lang in text_langs)
+    unspaced = [is_unspaced_cjk(lang) for lang in text_langs]
     return {
         "vocab_size": vocab_size,
         "model_type": model_type,
-        "character_coverage": 0.9995 if any(lang in CJK_LANGS for lang in text_langs) else 1.0,
-        "add_dummy_prefix": not unspaced,
+        "character_coverage": 0.9995 if any(unspaced) else 1.0,
+        "add_dummy_prefix": not all(unspaced),
     }
 
 

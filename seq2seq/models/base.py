@@ -14,6 +14,7 @@ Conventions used everywhere in `seq2seq.models`:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,8 @@ class Encoder(nn.Module):
     """`(src_embedded (batch, src_len, embed_dim), src_mask) -> EncoderOutput`.
 
     Subclasses set `output_dim` (width of `memory`) and `final_dim` (width of `final`, or
-    None when the encoder has no final state).
+    None when the encoder has no final state). A registered encoder also has the static
+    method `flops(node, embed_dim, batch, src_len) -> int` (see `seq2seq.registry`).
     """
 
     output_dim: int
@@ -44,6 +46,11 @@ class Encoder(nn.Module):
 
     def forward(self, src_embedded: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
         raise NotImplementedError
+
+    @staticmethod
+    def widths(node: Mapping[str, Any]) -> tuple[int, int | None]:
+        """(`output_dim`, `final_dim`) of the encoder that the config node describes."""
+        return node["hidden_size"], None
 
 
 class Decoder(nn.Module):
@@ -61,7 +68,9 @@ class Decoder(nn.Module):
       new_state`. Running `step` over a target equals `forward` on it.
 
     `need_weights=False` lets a decoder skip materialising attention weights (the fused
-    kernel path); it then returns None for attn.
+    kernel path); it then returns None for attn. A registered decoder also has the static
+    method `flops(node, embed_dim, batch, tgt_len) -> (own FLOPs, attention layers)` (see
+    `seq2seq.registry`).
     """
 
     output_dim: int

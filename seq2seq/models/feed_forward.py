@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from seq2seq.models.costs import linear
+
 
 class FeedForward(nn.Module):
     """Position-wise feed-forward network (Vaswani et al. 2017, §3.3, eq. 2):
@@ -24,3 +26,8 @@ class FeedForward(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         inner = self.dropout(self.activation(self.expand(x)))  # (B, T, ff_size)
         return self.contract(inner)  # (B, T, hidden_size)
+
+    @staticmethod
+    def flops(tokens: int, hidden_size: int, ff_size: int) -> int:
+        """Its two linear layers on `tokens` positions: `lin(N, d, F) + lin(N, F, d)`."""
+        return linear(tokens, hidden_size, ff_size) + linear(tokens, ff_size, hidden_size)

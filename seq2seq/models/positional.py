@@ -10,6 +10,7 @@ of a full teacher-forced pass. Dropout is left to the caller.
 from __future__ import annotations
 
 import math
+from enum import Enum
 
 import torch
 from torch import nn
@@ -99,3 +100,16 @@ class LearnedPositions(_PositionTable):
 
     def table(self) -> torch.Tensor:
         return self.positions  # (max_positions, dim)
+
+
+POSITIONAL_ENCODINGS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
+Positional = Enum("Positional", {name: name for name in POSITIONAL_ENCODINGS})  # schema choice
+
+
+def position_table(positional: str, dim: int, max_positions: int) -> _PositionTable:
+    """The position encoding called `positional` (a key of `POSITIONAL_ENCODINGS`)."""
+    if positional not in POSITIONAL_ENCODINGS:
+        raise ValueError(
+            f"positional must be one of {sorted(POSITIONAL_ENCODINGS)}, got {positional!r}"
+        )
+    return POSITIONAL_ENCODINGS[positional](dim, max_positions)

@@ -1,6 +1,6 @@
 """Data-parallel training with PyTorch's DistributedDataParallel, started by `torchrun`.
 
-    torchrun --standalone --nproc_per_node=2 -m seq2seq.train hydra.run.dir=outputs/ddp
+    torchrun --standalone --nproc_per_node=2 -m seq2seq.cli.train hydra.run.dir=outputs/ddp
 
 torchrun starts one process per rank and sets RANK, LOCAL_RANK and WORLD_SIZE (plus the
 rendezvous address). Every rank builds the same model and walks the same seeded batch order

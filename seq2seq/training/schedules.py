@@ -1,18 +1,26 @@
 """Learning-rate schedules with one interface: `step()` after every update and
 `on_validation(score)` after every validation (only the plateau schedule uses it).
 
-All of them scale the optimiser's configured learning rate (the peak) by a factor.
+All of them scale the optimiser's configured learning rate (the peak) by a factor. Each
+is registered (`seq2seq.registry`, group "schedule") with the dataclass of its config
+node; a schedule that must know the length of training declares `needs_total_steps`, and
+the trainer then passes `total_steps=trainer.max_steps`.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
+
+from seq2seq import registry
 
 
 class Schedule:
     """Base class: factor(step) times the base learning rate of each parameter group."""
+
+    needs_total_steps = False  # True: constructed with total_steps (trainer.max_steps)
 
     def __init__(self, optimizer: torch.optim.Optimizer, warmup_steps: int = 0):
         if warmup_steps < 0:
@@ -53,10 +61,22 @@ class Schedule:
         self._apply()
 
 
+@dataclass
+class InverseSqrtConfig:
+    """`schedule=inverse_sqrt`: the keyword arguments of `InverseSqrtSchedule`."""
+
+    _target_: str = "seq2seq.training.schedules.InverseSqrtSchedule"
+    warmup_steps: int = 300
+
+
+@registry.register("schedule", "inverse_sqrt", schema=InverseSqrtConfig)
 class InverseSqrtSchedule(Schedule):
     """Linear warm-up, then decay with the inverse square root of the step
     (Vaswani et al. 2017 eq. 3, scaled so that the peak is the configured lr):
     factor(s) = min(s / w, √(w / s))."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer, warmup_steps: int = 300):
+        super().__init__(optimizer, warmup_steps)
 
     def factor(self, step: int) -> float:
         if self.warmup_steps == 0:
@@ -64,16 +84,29 @@ class InverseSqrtSchedule(Schedule):
         return min(step / self.warmup_steps, math.sqrt(self.warmup_steps / step))
 
 
+@dataclass
+class CosineConfig:
+    """`schedule=cosine`: the keyword arguments of `CosineSchedule` (total_steps aside)."""
+
+    _target_: str = "seq2seq.training.schedules.CosineSchedule"
+    warmup_steps: int = 300
+    min_lr_ratio: float = 0.05
+
+
+@registry.register("schedule", "cosine", schema=CosineConfig)
 class CosineSchedule(Schedule):
     """Linear warm-up, then a half cosine from the peak down to `min_lr_ratio` × peak at
     `total_steps` (the trainer passes `trainer.max_steps`)."""
 
+    needs_total_steps = True
+
     def __init__(
         self,
         optimizer: torch.optim.Optimizer,
-        warmup_steps: int = 0,
-        total_steps: int = 1,
-        min_lr_ratio: float = 0.0,
+        warmup_steps: int = 300,
+        *,
+        total_steps: int,
+        min_lr_ratio: float = 0.05,
     ):
         if total_steps <= warmup_steps:
             raise ValueError(
@@ -92,6 +125,18 @@ class CosineSchedule(Schedule):
         return self.min_lr_ratio + (1.0 - self.min_lr_ratio) * cosine
 
 
+@dataclass
+class PlateauConfig:
+    """`schedule=plateau`: the keyword arguments of `PlateauSchedule`."""
+
+    _target_: str = "seq2seq.training.schedules.PlateauSchedule"
+    warmup_steps: int = 0
+    factor: float = 0.5
+    patience: int = 2
+    min_lr_ratio: float = 0.01
+
+
+@registry.register("schedule", "plateau", schema=PlateauConfig)
 class PlateauSchedule(Schedule):
     """Warm-up, then constant; the rate is multiplied by `factor` whenever the validation
     score has not improved for `patience` validations, down to `min_lr_ratio` × peak."""

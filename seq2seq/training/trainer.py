@@ -40,6 +40,7 @@ from typing import Any, NoReturn
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from seq2seq import registry
 from seq2seq.build import instantiate_part
 from seq2seq.checkpoint import (
     FORMAT_VERSION,
@@ -54,6 +55,7 @@ from seq2seq.metrics import corpus_scores
 from seq2seq.models.model import Seq2Seq
 from seq2seq.special_tokens import PAD_ID
 from seq2seq.training import distributed
+from seq2seq.training.hooks import ValidationContext, ValidationHook
 from seq2seq.training.logger import RunLogger, sample_table
 from seq2seq.training.loss import label_smoothed_nll
 from seq2seq.training.progress import MetricsFile, ProgressDisplay
@@ -134,7 +136,7 @@ class Trainer:
         run_dir: Path,
         device: torch.device,
         logger: RunLogger,
-        hooks: list | None = None,
+        hooks: list[ValidationHook] | None = None,
         ranks: distributed.Distributed | None = None,
     ):
         self.cfg, self.tcfg = cfg, cfg.trainer
@@ -142,7 +144,7 @@ class Trainer:
         self.ranks = ranks or distributed.Distributed()  # one process unless under torchrun
         self.logger = logger
         self.metrics = MetricsFile(run_dir, enabled=self.ranks.is_main)
-        self.hooks = hooks or []  # callables hook(trainer, step) run after each validation
+        self.hooks = hooks or []  # run after each validation with a ValidationContext
         self.optimizer = instantiate_part(cfg.optim, "optim", params=model.parameters())
         self.schedule = self._build_schedule()
         self.progress = Progress()
@@ -172,8 +174,9 @@ class Trainer:
     # ------------------------------------------------------------------ set-up
 
     def _build_schedule(self):
+        """The configured schedule; `total_steps=trainer.max_steps` for one that needs it."""
         extra = {}
-        if "CosineSchedule" in self.cfg.schedule._target_:
+        if registry.of_node("schedule", self.cfg.schedule).builder.needs_total_steps:
             extra["total_steps"] = self.tcfg.max_steps
         return instantiate_part(self.cfg.schedule, "schedule", optimizer=self.optimizer, **extra)
 
@@ -395,8 +398,9 @@ class Trainer:
         self.save("last")
         if not self.ranks.is_main:
             return metrics
+        context = ValidationContext(self.model, self.device, self.logger, step)
         for hook in self.hooks:
-            hook(self, step)
+            hook(context)
         self.logger.flush()
         log.info(
             "step %d valid loss %.3f ppl %.2f BLEU %.2f chrF %.2f (best %.2f at %d)",

@@ -39,6 +39,7 @@ from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 from omegaconf import DictConfig, OmegaConf
 
+from seq2seq import registry
 from seq2seq.visualise.fonts import cjk_font_family
 from seq2seq.visualise.text import WORD_BOUNDARY, display_width
 
@@ -143,12 +144,9 @@ def save_translation_heatmap(translator: Any, translation: Any, path: str | Path
 def describe_run(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
     """What distinguishes a model: encoder, decoder and attention settings, as short strings."""
     config = _plain(cfg)
-    described = {
-        "encoder": _part_name(config["encoder"], "Encoder"),
-        "decoder": _part_name(config["decoder"], "Decoder"),
-    }
+    described = {group: _part_name(group, config[group]) for group in ("encoder", "decoder")}
     attention = config["attention"]
-    if attention["_target_"].endswith("NoAttention"):
+    if registry.of_node("attention", attention).name == "none":
         return {**described, "attention": "none"}
     region = attention["region"]
     if region == "local":
@@ -189,11 +187,10 @@ def _plain(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
     return dict(cfg)
 
 
-def _part_name(node: Mapping[str, Any], suffix: str) -> str:
-    """`RNNEncoder` with cell gru → "gru"; `TransformerDecoder` → "transformer"."""
-    if "cell" in node:
-        return str(node["cell"])
-    return node["_target_"].rsplit(".", 1)[-1].removesuffix(suffix).lower()
+def _part_name(group: str, node: Mapping[str, Any]) -> str:
+    """The registered family name ("cnn", "transformer"); a recurrent part shows its cell
+    ("gru")."""
+    return str(node.get("cell", registry.of_node(group, node).name))
 
 
 # ---------------------------------------------------------------- drawing

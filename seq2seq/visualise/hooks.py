@@ -1,6 +1,7 @@
 """TensorBoard hooks that show attention alignments forming during training.
 
-After each validation the trainer calls `hook(trainer, step)`. The alignment hook
+After each validation the trainer calls `hook(context)` with a
+`seq2seq.training.hooks.ValidationContext` (model, device, logger, step). The alignment hook
 
 * translates its probe sentences greedily (corpus data: the probe list of
   `seq2seq.visualise.probes`; toy data: the first few valid examples), draws the last
@@ -20,15 +21,20 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.figure import Figure
 from omegaconf import DictConfig
 
+from seq2seq import registry
+from seq2seq.build import plain
+from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.search import Hypothesis
 from seq2seq.special_tokens import EOS_PIECE
+from seq2seq.training.hooks import ValidationContext
 from seq2seq.visualise.alignment import (
     Link,
     alignment_accuracy,
@@ -57,57 +63,64 @@ class ShownSentence:
 
 
 class AlignmentHook:
-    """`hook(trainer, step)`: alignment images and alignment accuracy (module docstring)."""
+    """`hook(context)`: alignment images and alignment accuracy (module docstring).
+
+    `tgt_tokenizer` turns the greedy outputs into pieces and text, and `run_config` (the
+    run's composed config) names the model in each image's title.
+    """
 
     def __init__(
         self,
         shown: list[ShownSentence],
         scored_examples: list[tuple[list[int], list[int]]],
         scored_links: list[list[Link]],
+        tgt_tokenizer: Tokenizer,
+        run_config: Mapping[str, Any],
     ):
         if len(scored_examples) != len(scored_links):
             raise ValueError("scored_examples and scored_links must have the same length")
         self.shown = shown
         self.scored_examples = scored_examples
         self.scored_links = scored_links
+        self.tgt_tokenizer = tgt_tokenizer
+        self.run_config = run_config
 
-    def __call__(self, trainer: Any, step: int) -> None:
+    def __call__(self, context: ValidationContext) -> None:
         started = time.perf_counter()
-        self.log_accuracy(trainer, step)
-        self.log_images(trainer, step)
+        self.log_accuracy(context)
+        self.log_images(context)
         log.debug("alignment hook took %.2f s", time.perf_counter() - started)
 
-    def log_accuracy(self, trainer: Any, step: int) -> float | None:
+    def log_accuracy(self, context: ValidationContext) -> float | None:
         if not self.scored_examples:
             return None
-        attentions = teacher_forced_attention(trainer.model, self.scored_examples, trainer.device)
+        attentions = teacher_forced_attention(context.model, self.scored_examples, context.device)
         accuracy = None if attentions is None else alignment_accuracy(attentions, self.scored_links)
         if accuracy is not None:
-            trainer.logger.scalars({ACCURACY_TAG: accuracy}, step)
+            context.logger.scalars({ACCURACY_TAG: accuracy}, context.step)
         return accuracy
 
-    def log_images(self, trainer: Any, step: int) -> None:
+    def log_images(self, context: ValidationContext) -> None:
         if not self.shown:
             return
         sources = [sentence.source_ids for sentence in self.shown]
         nbest = translate_ids(
-            trainer.model, sources, SearchSettings(beam_size=1), trainer.device, need_weights=True
+            context.model, sources, SearchSettings(beam_size=1), context.device, need_weights=True
         )
         for sentence, (hypothesis, *_) in zip(self.shown, nbest, strict=True):
             if hypothesis.attention is None:
                 return
-            for tag, figure in self.draw(sentence, hypothesis, trainer, step):
-                trainer.logger.image(tag, figure_to_rgb(figure), step)
+            for tag, figure in self.draw(sentence, hypothesis, context.step):
+                context.logger.image(tag, figure_to_rgb(figure), context.step)
 
-    @staticmethod
     def draw(
-        sentence: ShownSentence, hypothesis: Hypothesis, trainer: Any, step: int
+        self, sentence: ShownSentence, hypothesis: Hypothesis, step: int
     ) -> list[tuple[str, Figure]]:
         """(tag, figure) pairs for the last attention layer of one greedy translation:
         the layer itself with one head; the head mean, then every head, with several."""
-        tokenizer = trainer.data.tgt_tokenizer
+        tokenizer = self.tgt_tokenizer
         title = translation_title(
-            sentence.text, tokenizer.decode(hypothesis.tokens), trainer.cfg, step
+            sentence.text, tokenizer.decode(hypothesis.tokens), self.run_config, step
         )
         target_pieces = [tokenizer.id_to_piece(i) for i in hypothesis.tokens] + [EOS_PIECE]
         layers = hypothesis.attention.size(0)
@@ -116,7 +129,11 @@ class AlignmentHook:
 
         def draw(weights, suffix: str = "") -> Figure:
             return draw_alignment(
-                sentence.source_pieces, target_pieces, weights, title + suffix, layer_numbers=[layers]
+                sentence.source_pieces,
+                target_pieces,
+                weights,
+                title + suffix,
+                layer_numbers=[layers],
             )
 
         if heads == 1:
@@ -130,10 +147,11 @@ class AlignmentHook:
 
 def alignment_hooks(cfg: DictConfig, data: Any) -> list[AlignmentHook]:
     """The hooks for a run: none without attention, toy examples or corpus probes."""
-    if cfg.attention._target_.endswith("NoAttention"):
+    if registry.of_node("attention", cfg.attention).name == "none":
         return []
+    run_config = plain(cfg)
     if cfg.data.kind == "toy":
-        return [toy_hook(cfg.data.toy_task, data)]
+        return [toy_hook(cfg.data.toy_task, data, run_config)]
     probes = probes_for(cfg.data.src_lang, cfg.data.tgt_lang, cfg.logging.probe_file)
     if not probes:
         log.info(
@@ -141,10 +159,10 @@ def alignment_hooks(cfg: DictConfig, data: Any) -> list[AlignmentHook]:
             cfg.data.src_lang, cfg.data.tgt_lang,
         )  # fmt: skip
         return []
-    return [probe_hook(probes, data)]
+    return [probe_hook(probes, data, run_config)]
 
 
-def probe_hook(probes: list, data: Any) -> AlignmentHook:
+def probe_hook(probes: list, data: Any, run_config: Mapping[str, Any]) -> AlignmentHook:
     """Draw and score the probes (references teacher-forced for the accuracy)."""
     encoded = [encode_probe(probe, data.src_tokenizer, data.tgt_tokenizer) for probe in probes]
     shown = [
@@ -157,10 +175,11 @@ def probe_hook(probes: list, data: Any) -> AlignmentHook:
         for index, probe in enumerate(encoded)
     ]
     scored = [(probe.source_ids, probe.target_ids) for probe in encoded]
-    return AlignmentHook(shown, scored, [probe.links for probe in encoded])
+    links = [probe.links for probe in encoded]
+    return AlignmentHook(shown, scored, links, data.tgt_tokenizer, run_config)
 
 
-def toy_hook(task: str, data: Any) -> AlignmentHook:
+def toy_hook(task: str, data: Any, run_config: Mapping[str, Any]) -> AlignmentHook:
     """Draw the first valid examples, score up to TOY_SCORED of them against the gold
     (anti-)diagonal."""
     examples = [(list(src), list(tgt)) for src, tgt in data.valid.examples[:TOY_SCORED]]
@@ -175,7 +194,7 @@ def toy_hook(task: str, data: Any) -> AlignmentHook:
         for index, (src, _) in enumerate(examples[:TOY_SHOWN])
     ]
     links = [toy_links(task, len(src)) for src, _ in examples]
-    return AlignmentHook(shown, examples, links)
+    return AlignmentHook(shown, examples, links, data.tgt_tokenizer, run_config)
 
 
 def heads_tag(tag: str) -> str:

@@ -28,13 +28,13 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from seq2seq.data.languages import base_language
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.special_tokens import EOS_PIECE
 from seq2seq.visualise.alignment import Link
 from seq2seq.visualise.text import WORD_BOUNDARY
 
 PROBE_FOLDER = Path(__file__).with_name("probes")
-LANGUAGE_ALIASES = {"cmn": "zh"}  # file names use the ISO 639-1 code
 LINK_MARK, SOURCE_SEPARATOR, OCCURRENCE_MARK = "=", "+", "#"
 
 
@@ -107,7 +107,7 @@ def probes_for(src_lang: str, tgt_lang: str, probe_file: str | Path | None = Non
     from `probes/<src>_<tgt>.tsv`; [] when there is none."""
     if probe_file:
         return load_probes(probe_file)
-    src, tgt = (LANGUAGE_ALIASES.get(lang, lang) for lang in (src_lang, tgt_lang))
+    src, tgt = base_language(src_lang), base_language(tgt_lang)  # files use ISO 639-1 codes
     if (PROBE_FOLDER / f"{src}_{tgt}.tsv").is_file():
         return load_probes(PROBE_FOLDER / f"{src}_{tgt}.tsv")
     if (PROBE_FOLDER / f"{tgt}_{src}.tsv").is_file():

@@ -20,10 +20,10 @@ import pytest
 import torch
 from helpers import TINY_TOY, compose_config
 
-from seq2seq import evaluate, translate
 from seq2seq.checkpoint import CheckpointError
+from seq2seq.cli import evaluate, translate
 from seq2seq.inference import Translator
-from seq2seq.train import run_training
+from seq2seq.runs.assemble import train_and_test
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VICTIM_TEXT = b"precious user data\n"
@@ -46,7 +46,7 @@ def train_tiny_checkpoint(root: Path) -> Path:
             "data.toy_test_size=8",
         ]
     )
-    run_training(cfg, root / "run", outputs_root=root)
+    train_and_test(cfg, root / "run", outputs_root=root)
     return root / "run" / "checkpoints" / "best.pt"
 
 
@@ -187,7 +187,7 @@ def test_hostile_checkpoint_through_the_command_line(payload, tmp_path, victim, 
     key, edit = ATTACKS["nested_open"]
     hostile = save_tampered(payload, tmp_path, lambda config: edit(config, victim))
     result = subprocess.run(
-        [sys.executable, "-m", "seq2seq.translate", str(hostile), "a b c"],
+        [sys.executable, "-m", "seq2seq.cli.translate", str(hostile), "a b c"],
         capture_output=True, text=True, cwd=tmp_path, timeout=120,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )  # fmt: skip

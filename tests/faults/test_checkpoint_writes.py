@@ -12,7 +12,9 @@ import torch
 from helpers import TINY_TOY, compose_config, run_training_process, toy_train_command
 
 from seq2seq.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from seq2seq.train import USER_ERRORS, remove_stale_temporaries, run_folder_lock, run_training
+from seq2seq.cli.train import USER_ERRORS
+from seq2seq.runs.assemble import train_and_test
+from seq2seq.runs.folder import remove_stale_temporaries, run_folder_lock
 
 
 def _payload(value: float) -> dict:
@@ -70,7 +72,7 @@ def test_a_full_disk_during_training_stops_the_run_and_keeps_the_last_checkpoint
 
     monkeypatch.setattr(checkpoint.torch, "save", fill_the_disk_on_the_third_write)
     with pytest.raises(CheckpointError, match="No space left on device"):
-        run_training(cfg, tmp_path / "run", outputs_root=tmp_path)
+        train_and_test(cfg, tmp_path / "run", outputs_root=tmp_path)
     monkeypatch.undo()
     folder = tmp_path / "run" / "checkpoints"
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]

@@ -16,8 +16,8 @@ import pytest
 import torch
 from helpers import TINY_TOY, compose_config
 
-from seq2seq import evaluate, translate
-from seq2seq.train import run_training
+from seq2seq.cli import evaluate, translate
+from seq2seq.runs.assemble import train_and_test
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ def checkpoint(tmp_path_factory) -> Path:
     overrides = ["trainer.max_steps=2", "trainer.valid_every=2", "trainer.test_search.beam_size=1",
                  "logging.tensorboard=false", "data.toy_train_size=64", "data.toy_valid_size=8",
                  "data.toy_test_size=8"]  # fmt: skip
-    run_training(compose_config(TINY_TOY + overrides), root / "run", outputs_root=root)
+    train_and_test(compose_config(TINY_TOY + overrides), root / "run", outputs_root=root)
     return root / "run" / "checkpoints" / "best.pt"
 
 
@@ -188,7 +188,7 @@ def test_broken_checkpoint(case, program, checkpoint, tmp_path, capsys):
 
 def test_bad_option_through_the_command_line(checkpoint, tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "seq2seq.translate", str(checkpoint), "a b c", "--beam-size", "0"],
+        [sys.executable, "-m", "seq2seq.cli.translate", str(checkpoint), "a b c", "--beam-size", "0"],
         capture_output=True, text=True, cwd=tmp_path, timeout=120,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )  # fmt: skip

@@ -15,8 +15,8 @@ from helpers import compose_config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seq2seq import translate
-from seq2seq.train import run_training
+from seq2seq.cli import translate
+from seq2seq.runs.assemble import train_and_test
 
 TINY_SLICE = [
     "data.max_pairs=1500",
@@ -78,7 +78,7 @@ def checkpoint(tmp_path_factory, corpus_mirror, monkeypatch_module):
     root = tmp_path_factory.mktemp("fuzz")
     monkeypatch_module.setenv("SEQ2SEQ_DATA_MIRROR", str(corpus_mirror))
     cfg = compose_config(TINY_SLICE + [f"data.root={root / 'data'}"])
-    run_training(cfg, root / "run", outputs_root=root)
+    train_and_test(cfg, root / "run", outputs_root=root)
     return root / "run" / "checkpoints" / "best.pt"
 
 
@@ -150,5 +150,7 @@ def test_translate_survives_generated_inputs(capsys, tmp_path, checkpoint, fault
 
 @pytest.mark.faults
 @pytest.mark.attack("cli")
-def test_translate_survives_thousands_of_generated_inputs(capsys, tmp_path, checkpoint, fault_figures):
+def test_translate_survives_thousands_of_generated_inputs(
+    capsys, tmp_path, checkpoint, fault_figures
+):
     fuzz(capsys, tmp_path, checkpoint, fault_figures, examples=600)

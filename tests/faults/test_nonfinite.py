@@ -14,7 +14,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from seq2seq.build import ConfigError
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.train import run_training
+from seq2seq.runs.assemble import train_and_test
 from seq2seq.training import trainer as trainer_module
 
 
@@ -60,7 +60,7 @@ def test_one_nan_batch_is_skipped_counted_and_training_continues(tmp_path, monke
     cfg = compose_config(TINY_TOY + [f"data.root={tmp_path / 'data'}", "trainer.max_steps=8",
                                      "trainer.valid_every=8", "trainer.test_search.beam_size=1"])  # fmt: skip
     run_dir = tmp_path / "run"
-    results = run_training(cfg, run_dir, outputs_root=tmp_path)
+    results = train_and_test(cfg, run_dir, outputs_root=tmp_path)
     assert results["steps"] == 8  # steps count applied updates: the skipped one is redone
     assert calls["count"] == 9
     payload = load_checkpoint(run_dir / "checkpoints" / "last.pt")
@@ -80,4 +80,4 @@ def test_one_nan_batch_is_skipped_counted_and_training_continues(tmp_path, monke
 def test_max_nonfinite_steps_below_one_is_refused_with_its_name(tmp_path):
     cfg = compose_config(TINY_TOY + [f"data.root={tmp_path}", "trainer.max_nonfinite_steps=0"])
     with pytest.raises(ConfigError, match="trainer.max_nonfinite_steps"):
-        run_training(cfg, tmp_path / "run", outputs_root=tmp_path)
+        train_and_test(cfg, tmp_path / "run", outputs_root=tmp_path)

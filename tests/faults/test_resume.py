@@ -1,6 +1,6 @@
 """Preemption and exact resume, at process level.
 
-A training process (`python -m seq2seq.train` on the tiny toy task) is stopped by a signal
+A training process (`python -m seq2seq.cli.train` on the tiny toy task) is stopped by a signal
 at some step: kill -9 (nothing saved; the last validation checkpoint remains), SIGTERM or
 SIGUSR1 (a scheduler's preemption: `last.pt` is saved at the next step boundary, exit code
 143) or SIGINT (Ctrl-C: saved at the next step boundary, then KeyboardInterrupt). The same
@@ -26,7 +26,7 @@ import torch
 from helpers import TINY_TOY, compose_config
 
 from seq2seq.checkpoint import CheckpointError, load_checkpoint, load_resumable, save_checkpoint
-from seq2seq.train import run_training
+from seq2seq.runs.assemble import train_and_test
 
 PREEMPTED_EXIT = 143  # documented in seq2seq/train.py and the README
 MAX_STEPS = 30
@@ -44,7 +44,7 @@ def _overrides(run_dir: Path, data_root: Path, extra: list[str]) -> list[str]:
 
 
 def _command(run_dir: Path, data_root: Path, extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "seq2seq.train", *_overrides(run_dir, data_root, extra)]
+    return [sys.executable, "-m", "seq2seq.cli.train", *_overrides(run_dir, data_root, extra)]
 
 
 def _environment() -> dict[str, str]:
@@ -116,7 +116,7 @@ def _reference(tmp_path: Path, data_root: Path, extra: list[str]) -> dict[int, f
     """An uninterrupted run, in this process (the same code and kernels, one thread)."""
     run_dir = tmp_path / "reference"
     cfg = compose_config(_overrides(run_dir, data_root, extra))
-    run_training(cfg, run_dir, outputs_root=tmp_path)
+    train_and_test(cfg, run_dir, outputs_root=tmp_path)
     losses = logged_losses(run_dir)
     assert sorted(losses) == list(range(1, MAX_STEPS + 1))
     return losses
@@ -207,12 +207,14 @@ def test_resume_last_with_a_corrupt_newest_checkpoint_continues_from_the_previou
     overrides = TINY_TOY + [f"data.root={tmp_path / 'data'}", "trainer.valid_every=2",
                             "trainer.test_search.beam_size=1", "logging.tensorboard=false"]  # fmt: skip
     run_dir = tmp_path / "outputs" / "first"
-    run_training(compose_config(overrides + ["trainer.max_steps=4"]), run_dir, tmp_path / "outputs")
+    train_and_test(
+        compose_config(overrides + ["trainer.max_steps=4"]), run_dir, tmp_path / "outputs"
+    )
     last = run_dir / "checkpoints" / "last.pt"
     last.write_bytes(last.read_bytes()[:1000])
     cfg = compose_config(overrides + ["trainer.max_steps=6", "trainer.resume=last"])
     with caplog.at_level(logging.WARNING):
-        results = run_training(cfg, tmp_path / "outputs" / "second", tmp_path / "outputs")
+        results = train_and_test(cfg, tmp_path / "outputs" / "second", tmp_path / "outputs")
     assert "last.prev.pt" in caplog.text
     assert results["steps"] == 6 and _saved_step(run_dir) == 6
 
@@ -252,7 +254,7 @@ def test_sigterm_to_torchrun_then_resume_gives_the_uninterrupted_losses(tmp_path
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
 
     def command(run_dir: Path) -> list[str]:
-        return [*launcher, "-m", "seq2seq.train", *_overrides(run_dir, data_root, [])]
+        return [*launcher, "-m", "seq2seq.cli.train", *_overrides(run_dir, data_root, [])]
 
     straight = subprocess.run(
         command(tmp_path / "straight"), capture_output=True, env=_environment()

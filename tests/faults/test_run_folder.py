@@ -11,7 +11,7 @@ import time
 import pytest
 from helpers import run_training_process, single_thread_env, toy_train_command
 
-from seq2seq.train import LOCK_NAME, RunFolderBusy, run_folder_lock
+from seq2seq.runs.folder import LOCK_NAME, RunFolderBusy, run_folder_lock
 
 
 @pytest.mark.attack("concurrency")

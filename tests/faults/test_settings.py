@@ -15,8 +15,8 @@ import pytest
 from helpers import TINY_TOY, compose_config
 
 from seq2seq.build import ConfigError
+from seq2seq.runs.assemble import train_and_test
 from seq2seq.settings_checks import check_settings
-from seq2seq.train import run_training
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Bounded even if a bad value slipped through: two steps on a small toy set.
@@ -79,7 +79,7 @@ def key_of(override: str) -> str:
 def test_bad_value_is_refused_before_training(override, tmp_path, fault_figures):
     cfg = compose_config(QUICK + [override])
     with pytest.raises(ConfigError, match=key_of(override).replace(".", r"\.")):
-        run_training(cfg, tmp_path / "run", outputs_root=tmp_path)
+        train_and_test(cfg, tmp_path / "run", outputs_root=tmp_path)
     assert not (tmp_path / "run").exists()
     fault_figures.add("bad_settings_refused", 1)
 
@@ -115,7 +115,7 @@ def test_every_preset_passes(experiment):
 @pytest.mark.parametrize("override", ["trainer.accumulate=0"])
 def test_command_line_exits_2_with_one_error_line(override, tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "seq2seq.train", "data=toy_copy", override,
+        [sys.executable, "-m", "seq2seq.cli.train", "data=toy_copy", override,
          f"hydra.run.dir={tmp_path / 'run'}"],
         capture_output=True, text=True, cwd=tmp_path, timeout=120,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},

@@ -8,22 +8,52 @@ The three axes of the notes are independent and chosen by name:
 
 For every query, `context = Σ_j α_j v_j` with `α = region(score(q, k_j))`
 (the notes' three steps: score, normalise, read out).
+
+Registered as the attention component "attention" (`seq2seq.registry`), with its config
+schema `AttentionConfig`; the score and region are chosen by their registered names.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seq2seq import registry
 from seq2seq.models.attention.checks import check_attend_inputs, check_memory, check_sizes
 from seq2seq.models.attention.heads import merge_heads, split_heads
 from seq2seq.models.attention.interface import MemoryAttention
 from seq2seq.models.attention.masks import key_lengths, visible_keys
-from seq2seq.models.attention.regions import SoftRegion, build_region
+from seq2seq.models.attention.regions import LocalMode, SoftRegion, build_region
 from seq2seq.models.attention.scores import DotProductScore, build_score
+from seq2seq.models.costs import linear
+
+SELF_ATTENTION = {"score": "scaled_dot", "region": "soft"}  # every Transformer block's
 
 
+@dataclass
+class AttentionConfig:
+    """`attention=<preset>`: the keyword arguments of `Attention`. `score` and `region`
+    are registered names (Hydra checks them against the registry, `seq2seq.config`)."""
+
+    _target_: str = "seq2seq.models.attention.Attention"
+    score: str = "additive"
+    region: str = "soft"
+    heads: int = 1
+    head_dim: int | None = None  # per-head width when heads > 1; None = value_dim // heads
+    hidden_dim: int | None = None  # additive score's hidden width; None = key width
+    window: int = 5  # local: half-width D of the window
+    local_mode: LocalMode = LocalMode.predictive  # local-p | local-m (monotonic)
+    gumbel_tau: float = 1.0  # hard: Gumbel-softmax temperature while training
+    cosine_scale: float | None = None  # cosine: fixed scale gamma; None = learnable
+    dropout: float = 0.0  # on the attention weights, training only
+
+
+@registry.register("attention", "attention", schema=AttentionConfig)
 class Attention(MemoryAttention):
     """Attention of queries over a memory of keys and values.
 
@@ -79,12 +109,15 @@ class Attention(MemoryAttention):
         self.dropout = dropout
         self.score_name, self.region_name = score, region
         query_width, key_width = self._build_head_projections(head_dim)
-        self.score = build_score(
-            score, query_width, key_width, heads, hidden_dim=hidden_dim, cosine_scale=cosine_scale
+        options = dict(
+            hidden_dim=hidden_dim,
+            cosine_scale=cosine_scale,
+            window=window,
+            local_mode=local_mode,
+            gumbel_tau=gumbel_tau,
         )
-        self.region = build_region(
-            region, query_width, heads, window=window, local_mode=local_mode, gumbel_tau=gumbel_tau
-        )
+        self.score = build_score(score, query_width, key_width, heads, **options)
+        self.region = build_region(region, query_width, heads, **options)
 
     def _build_head_projections(self, head_dim: int | None) -> tuple[int, int]:
         """Create W_Q, W_K, W_V, W_O for several heads; return the per-head (query, key) widths."""
@@ -105,6 +138,28 @@ class Attention(MemoryAttention):
         self.value_proj = nn.Linear(self.value_dim, inner_dim)
         self.output_proj = nn.Linear(inner_dim, self.value_dim)
         return head_dim, head_dim
+
+    @staticmethod
+    def flops(node: Mapping[str, Any], batch: int, queries: int, keys: int, dim: int) -> int:
+        """One layer, `queries` over `keys` positions, all widths `dim` (`seq2seq.flops`):
+        with h > 1 heads of width w the projections W_Q, W_O (per query) and W_K, W_V (per
+        key); the registered score's and region's products; the context Σ_j α_j v_j."""
+        heads = node["heads"]
+        width = dim if heads == 1 else (node["head_dim"] or dim // heads)
+        projections = 0
+        if heads > 1:
+            inner = heads * width
+            per_query = linear(batch * queries, dim, inner) + linear(batch * queries, inner, dim)
+            projections = per_query + 2 * linear(batch * keys, dim, inner)
+        score = registry.get("score", node["score"])
+        region = registry.get("region", node["region"])
+        rows = batch * heads
+        return (
+            projections
+            + score.flops(rows, queries, keys, width, **score.chosen(node))
+            + region.flops(rows * queries, width, **region.chosen(node))
+            + 2 * rows * queries * keys * width  # context Σ α v
+        )
 
     @property
     def uses_fused_kernel(self) -> bool:
@@ -225,6 +280,11 @@ def _query_positions(query_positions, batch: int, tgt_len: int, device) -> torch
 def self_attention(width: int, heads: int, dropout: float = 0.0) -> Attention:
     """Multi-head scaled dot-product self-attention over `width` features, the Transformer's
     (Vaswani et al. 2017 §3.2.2); it runs the fused kernel when weights are not needed."""
-    return Attention(
-        width, width, width, score="scaled_dot", region="soft", heads=heads, dropout=dropout
-    )
+    return Attention(width, width, width, **SELF_ATTENTION, heads=heads, dropout=dropout)
+
+
+def self_attention_flops(batch: int, length: int, width: int, heads: int) -> int:
+    """FLOPs of `self_attention(width, heads)` over `length` positions (all `length` ×
+    `length` pairs, as the kernels compute them, causal or not)."""
+    node = {**SELF_ATTENTION, "heads": heads, "head_dim": None}
+    return Attention.flops(node, batch, length, length, width)

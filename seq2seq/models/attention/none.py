@@ -1,14 +1,28 @@
-"""`NoAttention`: the plain encoder-decoder baseline with one fixed context vector."""
+"""`NoAttention`: the plain encoder-decoder baseline with one fixed context vector,
+registered as the attention component "none" (`seq2seq.registry`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import torch
 
+from seq2seq import registry
 from seq2seq.models.attention.checks import check_attend_inputs, check_memory, check_sizes
 from seq2seq.models.attention.interface import MemoryAttention
 from seq2seq.models.attention.masks import visible_keys
 
 
+@dataclass
+class NoAttentionConfig:
+    """`attention=none`: nothing to choose (the widths come from the model builder)."""
+
+    _target_: str = "seq2seq.models.attention.NoAttention"
+
+
+@registry.register("attention", "none", schema=NoAttentionConfig)
 class NoAttention(MemoryAttention):
     """No attention: every query gets the same context, the mean of the real values,
 
@@ -53,3 +67,8 @@ class NoAttention(MemoryAttention):
         counts = visible.sum(dim=-1, keepdim=True).clamp(min=1)  # (batch or 1, 1, tgt_len, 1)
         uniform = visible.to(proj_values.dtype) / counts  # (batch or 1, 1, tgt_len, src_len)
         return (uniform @ proj_values).squeeze(1), None  # (batch, tgt_len, value_dim)
+
+    @staticmethod
+    def flops(node: Mapping[str, Any], batch: int, queries: int, keys: int, dim: int) -> int:
+        """The uniform weights times the values: 2·B·Tq·Sk·H (`seq2seq.flops`)."""
+        return 2 * batch * queries * keys * dim

@@ -8,19 +8,26 @@ Every region maps scores `(batch, heads, tgt_len, src_len)` and the bool `visibl
 `(batch or 1, 1, tgt_len, src_len)` (True = the query may see the key) to weights of the
 same shape as the scores. Hidden keys get exactly 0; a row with no visible key gets all
 zeros (never NaN).
+
+Each region is registered under its name (`seq2seq.registry`, group "region") with the
+AttentionConfig keys it reads (`options`) and its FLOP formula, the static method `flops`.
+Every region is built as `cls(query_width, heads, **options)`.
 """
 
 from __future__ import annotations
 
 import math
+from enum import Enum
 
 import torch
 from torch import nn
 
+from seq2seq import registry
 from seq2seq.models.attention.heads import HeadLinear
+from seq2seq.models.costs import linear
 
-REGION_NAMES = ("soft", "hard", "local")
 LOCAL_MODES = ("predictive", "monotonic")
+LocalMode = Enum("LocalMode", {mode: mode for mode in LOCAL_MODES})  # the schema's choice
 
 
 def masked_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
@@ -52,7 +59,15 @@ def gumbel_noise(like: torch.Tensor) -> torch.Tensor:
 
 
 class Region(nn.Module):
-    """Scores -> weights. Soft and hard use only `scores` and `visible`."""
+    """Scores -> weights. Soft and hard use only `scores` and `visible`.
+
+    A registered region also has the static method `flops(query_rows, width, **options)
+    -> int`: the matrix-product FLOPs of its own for `query_rows` = batch·heads·tgt_len
+    queries of width `width` (used by `seq2seq.flops`).
+    """
+
+    def __init__(self, query_width: int, heads: int):
+        super().__init__()
 
     def forward(
         self,
@@ -64,7 +79,13 @@ class Region(nn.Module):
     ) -> torch.Tensor:
         raise NotImplementedError
 
+    @staticmethod
+    def flops(query_rows: int, width: int, **options) -> int:
+        """Normalising scores is element-wise: no products, whatever the options."""
+        return 0
 
+
+@registry.register("region", "soft")
 class SoftRegion(Region):
     """`α = softmax(s)` over all visible keys (Bahdanau et al. 2015; Luong's global attention)."""
 
@@ -72,6 +93,7 @@ class SoftRegion(Region):
         return masked_softmax(scores, visible)
 
 
+@registry.register("region", "hard", options=("gumbel_tau",))
 class HardRegion(Region):
     """Exactly one key per query gets weight 1 (the notes' hard attention).
 
@@ -83,11 +105,11 @@ class HardRegion(Region):
     `y_hard + (y_soft - y_soft.detach())`, which is exactly one-hot.
     """
 
-    def __init__(self, tau: float):
-        super().__init__()
-        if not tau > 0:
-            raise ValueError(f"gumbel_tau must be > 0, got {tau}")
-        self.tau = tau
+    def __init__(self, query_width: int, heads: int, gumbel_tau: float = 1.0):
+        super().__init__(query_width, heads)
+        if not gumbel_tau > 0:
+            raise ValueError(f"gumbel_tau must be > 0, got {gumbel_tau}")
+        self.tau = gumbel_tau
 
     def forward(self, scores, visible, query, query_positions, lengths):
         if not self.training:
@@ -96,13 +118,14 @@ class HardRegion(Region):
         return one_hot_argmax(soft, visible) + (soft - soft.detach())
 
 
+@registry.register("region", "local", options=("window", "local_mode"))
 class LocalRegion(Region):
     """Local attention (Luong et al. 2015, §3.2): attend only to keys in `[p_t − D, p_t + D]`.
 
-    * local-m (`mode="monotonic"`): `p_t = t`, the query position, clipped to `S_len − 1`;
+    * local-m (`local_mode="monotonic"`): `p_t = t`, the query position, clipped to `S_len − 1`;
       the weights are the softmax of the scores inside the window (Luong eq. 7 restricted
       to the window).
-    * local-p (`mode="predictive"`): `p_t = (S_len − 1) · sigmoid(v_pᵀ tanh(W_p h_t))`
+    * local-p (`local_mode="predictive"`): `p_t = (S_len − 1) · sigmoid(v_pᵀ tanh(W_p h_t))`
       (eq. 9, 0-based so the centre stays on a real key), and
       `α_t(s) = softmax_window(score)_s · exp(−(s − p_t)² / (2σ²))`, σ = D/2 (eq. 10).
 
@@ -113,18 +136,20 @@ class LocalRegion(Region):
     centre from its own query.
     """
 
-    def __init__(self, query_width: int, heads: int, window: int, mode: str):
-        super().__init__()
-        if mode not in LOCAL_MODES:
-            raise ValueError(f"local_mode must be one of {LOCAL_MODES}, got {mode!r}")
+    def __init__(
+        self, query_width: int, heads: int, window: int = 5, local_mode: str = "predictive"
+    ):
+        super().__init__(query_width, heads)
+        if local_mode not in LOCAL_MODES:
+            raise ValueError(f"local_mode must be one of {LOCAL_MODES}, got {local_mode!r}")
         if not (isinstance(window, int) and window >= 1):
             raise ValueError(
                 f"window (half-width D of local attention) must be an int >= 1, got {window!r}"
             )
         self.window = window
-        self.mode = mode
+        self.mode = local_mode
         self.sigma = window / 2
-        if mode == "predictive":
+        if local_mode == "predictive":
             self.centre_map = HeadLinear(heads, query_width, query_width, bias=False)  # W_p
             bound = 1.0 / math.sqrt(query_width)
             self.centre_out = nn.Parameter(
@@ -152,15 +177,18 @@ class LocalRegion(Region):
         logit = torch.einsum("bhtd,hd->bht", hidden, self.centre_out)  # (batch, heads, tgt_len)
         return last_key * torch.sigmoid(logit.to(dtype))
 
+    @staticmethod
+    def flops(query_rows: int, width: int, window: int = 5, local_mode: str = "predictive") -> int:
+        """local-p's centre predictor `v_pᵀ tanh(W_p h_t)` (eq. 9) per query; local-m has no
+        products of its own. The scores are counted over the whole source, like soft, so
+        the window does not change the count."""
+        if local_mode != "predictive":
+            return 0
+        return linear(query_rows, width, width) + 2 * query_rows * width
 
-def build_region(
-    name: str, query_width: int, heads: int, *, window: int, local_mode: str, gumbel_tau: float
-) -> Region:
-    """The region module called `name` (one of `REGION_NAMES`)."""
-    if name == "soft":
-        return SoftRegion()
-    if name == "hard":
-        return HardRegion(gumbel_tau)
-    if name == "local":
-        return LocalRegion(query_width, heads, window, local_mode)
-    raise ValueError(f"region must be one of {REGION_NAMES}, got {name!r}")
+
+def build_region(name: str, query_width: int, heads: int, **options) -> Region:
+    """The registered region `name`; of `options` (the AttentionConfig keys) it gets those
+    it declares. UnknownComponent lists the names."""
+    component = registry.get("region", name)
+    return component.builder(query_width, heads, **component.chosen(options))

@@ -4,6 +4,10 @@ Every score works per head: the query is `(batch, heads, tgt_len, query_width)`,
 keys `(batch, heads, src_len, key_width)`, and the scores `(batch, heads, tgt_len,
 src_len)`. Whatever depends only on the keys is done in `project_keys`, which decoders
 call once per sentence, so each decoding step only touches the query.
+
+Each score is registered under its name (`seq2seq.registry`, group "score") with the
+AttentionConfig keys it reads (`options`) and its FLOP formula, the static method `flops`.
+Every score is built as `cls(query_width, key_width, heads, **options)`.
 """
 
 from __future__ import annotations
@@ -14,13 +18,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seq2seq import registry
 from seq2seq.models.attention.heads import HeadLinear
-
-SCORE_NAMES = ("dot", "scaled_dot", "general", "additive", "cosine")
+from seq2seq.models.costs import linear
 
 
 class Score(nn.Module):
-    """`score(q, k)` for every query/key pair of every head."""
+    """`score(q, k)` for every query/key pair of every head.
+
+    A registered score also has the static method `flops(rows, queries, keys, width,
+    **options) -> int`: the matrix-product FLOPs of its scores for `rows` = batch·heads
+    blocks of `queries` × `keys` pairs, every width `width` (used by `seq2seq.flops`).
+    """
 
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
         """`(batch, heads, src_len, key_width) -> (batch, heads, src_len, *)`; identity here."""
@@ -50,6 +59,12 @@ class DotProductScore(Score):
         )  # (batch, heads, tgt_len, src_len)
         return dot if self.scale == 1.0 else dot * self.scale
 
+    @staticmethod
+    def flops(rows: int, queries: int, keys: int, width: int, **options) -> int:
+        """`q̃ᵀ k̃` for every pair: 2·rows·queries·keys·width (scaling and normalising are
+        element-wise, so no option changes the count)."""
+        return 2 * rows * queries * keys * width
+
 
 def _require_equal_widths(score: str, query_width: int, key_width: int) -> None:
     if query_width != key_width:
@@ -59,6 +74,7 @@ def _require_equal_widths(score: str, query_width: int, key_width: int) -> None:
         )
 
 
+@registry.register("score", "dot")
 class DotScore(DotProductScore):
     """`s(q, k) = qᵀ k`  (the notes' "点积模型"; Luong et al. 2015, eq. 8, "dot").
 
@@ -66,11 +82,12 @@ class DotScore(DotProductScore):
     ValueError rather than a hidden projection (which would make it the "general" score).
     """
 
-    def __init__(self, query_width: int, key_width: int):
+    def __init__(self, query_width: int, key_width: int, heads: int = 1):
         super().__init__()
         _require_equal_widths("dot", query_width, key_width)
 
 
+@registry.register("score", "scaled_dot")
 class ScaledDotScore(DotProductScore):
     """`s(q, k) = qᵀ k / √d`, d = key width  (Vaswani et al. 2017, eq. 1).
 
@@ -78,12 +95,13 @@ class ScaledDotScore(DotProductScore):
     softmax does not saturate as d grows. Same equal-width rule as `DotScore`.
     """
 
-    def __init__(self, query_width: int, key_width: int):
+    def __init__(self, query_width: int, key_width: int, heads: int = 1):
         super().__init__()
         _require_equal_widths("scaled_dot", query_width, key_width)
         self.scale = 1.0 / math.sqrt(key_width)
 
 
+@registry.register("score", "general")
 class GeneralScore(DotProductScore):
     """`s(q, k) = qᵀ W k`  (bilinear; Luong et al. 2015, eq. 8, "general").
 
@@ -98,7 +116,13 @@ class GeneralScore(DotProductScore):
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
         return self.key_map(keys)  # (batch, heads, src_len, query_width)
 
+    @staticmethod
+    def flops(rows: int, queries: int, keys: int, width: int) -> int:
+        """`W k` once per key, then `qᵀ (W k)` for every pair."""
+        return linear(rows * keys, width, width) + DotProductScore.flops(rows, queries, keys, width)
 
+
+@registry.register("score", "additive", options=("hidden_dim",))
 class AdditiveScore(Score):
     """`s(q, k) = vᵀ tanh(W q + U k + b)`  (Bahdanau et al. 2015, eq. 6; Luong's "concat").
 
@@ -107,7 +131,7 @@ class AdditiveScore(Score):
     hidden width defaults to the key width.
     """
 
-    def __init__(self, query_width: int, key_width: int, heads: int, hidden_dim: int | None):
+    def __init__(self, query_width: int, key_width: int, heads: int, hidden_dim: int | None = None):
         super().__init__()
         hidden_dim = key_width if hidden_dim is None else hidden_dim
         self.query_map = HeadLinear(heads, query_width, hidden_dim, bias=False)  # W
@@ -127,24 +151,34 @@ class AdditiveScore(Score):
             "bhtsd,hd->bhts", hidden, self.energy
         )  # (batch, heads, tgt_len, src_len)
 
+    @staticmethod
+    def flops(rows: int, queries: int, keys: int, width: int, hidden_dim: int | None = None) -> int:
+        """`W q` per query, `U k` per key, then `vᵀ tanh(·)` for every pair, hidden width A."""
+        hidden = hidden_dim or width
+        mapped = linear(rows * queries, width, hidden) + linear(rows * keys, width, hidden)
+        return mapped + 2 * rows * queries * keys * hidden
 
+
+@registry.register("score", "cosine", options=("cosine_scale",))
 class CosineScore(DotProductScore):
     """`s(q, k) = γ · qᵀ k / (‖q‖ ‖k‖)`  (cosine similarity, the notes' "cos 相似度").
 
     A cosine lies in [-1, 1], so without a scale the softmax could never be sharp: γ is a
-    fixed number (`scale`) or, when `scale` is None, a learnable scalar per head started
+    fixed number (`cosine_scale`) or, when it is None, a learnable scalar per head started
     at 10. When query and key widths differ the keys are first mapped to the query width
     by a learned linear map (no bias), inside `project_keys`.
     """
 
-    def __init__(self, query_width: int, key_width: int, heads: int, scale: float | None):
+    def __init__(
+        self, query_width: int, key_width: int, heads: int, cosine_scale: float | None = None
+    ):
         super().__init__()
-        if scale is not None and not scale > 0:
-            raise ValueError(f"cosine_scale must be > 0 or None (learnable), got {scale}")
+        if cosine_scale is not None and not cosine_scale > 0:
+            raise ValueError(f"cosine_scale must be > 0 or None (learnable), got {cosine_scale}")
         needs_map = query_width != key_width
         self.key_map = HeadLinear(heads, key_width, query_width, bias=False) if needs_map else None
-        gamma = torch.full((heads, 1, 1), 10.0 if scale is None else float(scale))
-        if scale is None:
+        gamma = torch.full((heads, 1, 1), 10.0 if cosine_scale is None else float(cosine_scale))
+        if cosine_scale is None:
             self.gamma = nn.Parameter(gamma)
         else:
             self.register_buffer("gamma", gamma)
@@ -158,24 +192,8 @@ class CosineScore(DotProductScore):
         return F.normalize(query, dim=-1) * self.gamma  # γ folded into the query: scale stays 1
 
 
-def build_score(
-    name: str,
-    query_width: int,
-    key_width: int,
-    heads: int,
-    *,
-    hidden_dim: int | None = None,
-    cosine_scale: float | None = None,
-) -> Score:
-    """The score module called `name` (one of `SCORE_NAMES`) for the given per-head widths."""
-    if name == "dot":
-        return DotScore(query_width, key_width)
-    if name == "scaled_dot":
-        return ScaledDotScore(query_width, key_width)
-    if name == "general":
-        return GeneralScore(query_width, key_width, heads)
-    if name == "additive":
-        return AdditiveScore(query_width, key_width, heads, hidden_dim)
-    if name == "cosine":
-        return CosineScore(query_width, key_width, heads, cosine_scale)
-    raise ValueError(f"score must be one of {SCORE_NAMES}, got {name!r}")
+def build_score(name: str, query_width: int, key_width: int, heads: int, **options) -> Score:
+    """The registered score `name` for the given per-head widths; of `options` (the
+    AttentionConfig keys) it gets those it declares. UnknownComponent lists the names."""
+    component = registry.get("score", name)
+    return component.builder(query_width, key_width, heads, **component.chosen(options))

@@ -21,13 +21,17 @@ layer's output goes straight to the model's generator (no projection back to emb
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seq2seq import registry
 from seq2seq.models.base import DecoderState
+from seq2seq.models.costs import linear
 from seq2seq.models.decoders.common import (
     CachedDecoder,
     check_memory,
@@ -35,6 +39,7 @@ from seq2seq.models.decoders.common import (
     target_positions,
 )
 from seq2seq.models.positional import LearnedPositions
+from seq2seq.models.schemas import ConvS2SConfig
 
 SQRT_HALF = math.sqrt(0.5)
 
@@ -81,6 +86,15 @@ class CNNDecoderLayer(nn.Module):
         return (attended + x) * SQRT_HALF, weights, new_past
 
 
+@dataclass
+class CNNDecoderConfig(ConvS2SConfig):
+    """`decoder=cnn`: the keyword arguments of `CNNDecoder` (embed_dim and the attention
+    factory aside)."""
+
+    _target_: str = "seq2seq.models.decoders.CNNDecoder"
+
+
+@registry.register("decoder", "cnn", schema=CNNDecoderConfig)
 class CNNDecoder(CachedDecoder):
     """A stack of causal convolution layers with attention; `output_dim == hidden_size`.
 
@@ -123,6 +137,15 @@ class CNNDecoder(CachedDecoder):
             for _ in range(num_layers)
         )
         self.dropout = nn.Dropout(dropout)
+
+    @staticmethod
+    def flops(node: Mapping[str, Any], embed_dim: int, batch: int, tgt_len: int) -> tuple[int, int]:
+        """`lin(B·T, E, H)`, then per layer the causal convolution `lin(B·T, k·H, 2H)` and
+        the attention query `lin(B·T, H, H)`; one attention layer per layer."""
+        tokens, hidden, layers = batch * tgt_len, node["hidden_size"], node["num_layers"]
+        conv = linear(tokens, node["kernel_size"] * hidden, 2 * hidden)
+        per_layer = conv + linear(tokens, hidden, hidden)  # + the attention query d_i
+        return linear(tokens, embed_dim, hidden) + layers * per_layer, layers
 
     def init_state(
         self, memory: torch.Tensor, src_mask: torch.Tensor, init_hidden: torch.Tensor | None = None

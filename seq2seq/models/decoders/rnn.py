@@ -26,23 +26,44 @@ call, which is much faster on a CPU than a Python loop over positions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
 
 import torch
 from torch import nn
 
+from seq2seq import registry
 from seq2seq.models.base import Decoder, DecoderState
+from seq2seq.models.costs import linear
 from seq2seq.models.decoders.common import (
     check_memory,
     check_target,
     concat_steps,
     target_positions,
 )
+from seq2seq.models.recurrent import Cell, cell_kind, recurrent_flops
 
-RNN_CELLS = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
 STYLES = ("bahdanau", "luong")
+RNNStyle = Enum("RNNStyle", {style: style for style in STYLES})  # the schema's choice
 
 
+@dataclass
+class RNNDecoderConfig:
+    """`decoder=rnn|lstm|gru`: the keyword arguments of `RNNDecoder` (embed_dim and the
+    attention factory aside)."""
+
+    _target_: str = "seq2seq.models.decoders.RNNDecoder"
+    cell: Cell = Cell.gru
+    hidden_size: int = 256
+    num_layers: int = 1
+    dropout: float = 0.1
+    style: RNNStyle = RNNStyle.bahdanau
+    input_feeding: bool = True
+
+
+@registry.register("decoder", "rnn", schema=RNNDecoderConfig)
 class RNNDecoder(Decoder):
     """A stacked RNN decoder with one attention layer; `output_dim == hidden_size`.
 
@@ -59,7 +80,7 @@ class RNNDecoder(Decoder):
         cell: str = "gru",
         hidden_size: int = 256,
         num_layers: int = 1,
-        dropout: float = 0.0,
+        dropout: float = 0.1,
         style: str = "bahdanau",
         input_feeding: bool = True,
     ) -> None:
@@ -77,7 +98,7 @@ class RNNDecoder(Decoder):
         )
         context_dim = self.attention.output_dim
         fed_dim = (context_dim if style == "bahdanau" else hidden_size) if input_feeding else 0
-        self.rnn = RNN_CELLS[cell](
+        self.rnn = cell_kind(cell).module(
             embed_dim + fed_dim,
             hidden_size,
             num_layers,
@@ -87,6 +108,18 @@ class RNNDecoder(Decoder):
         combined_dim = hidden_size + context_dim + (embed_dim if style == "bahdanau" else 0)
         self.output_layer = nn.Linear(combined_dim, hidden_size)
         self.dropout = nn.Dropout(dropout)
+
+    @staticmethod
+    def flops(node: Mapping[str, Any], embed_dim: int, batch: int, tgt_len: int) -> tuple[int, int]:
+        """The RNN stack over B·T steps, its input the embedding plus the fed-back vector
+        (c_t for Bahdanau, h̃_{t-1} for Luong: H either way, 0 without input feeding), and
+        the output layer on [s_t; c_t; y_{t-1}] (Bahdanau) or [c_t; s_t] (Luong); one
+        attention layer."""
+        tokens, hidden = batch * tgt_len, node["hidden_size"]
+        fed = hidden if node["input_feeding"] else 0
+        rnn = recurrent_flops(tokens, embed_dim + fed, hidden, node["num_layers"], 1, node["cell"])
+        combined = 2 * hidden + (embed_dim if node["style"] == "bahdanau" else 0)
+        return rnn + linear(tokens, combined, hidden), 1
 
     def init_state(
         self, memory: torch.Tensor, src_mask: torch.Tensor, init_hidden: torch.Tensor | None
@@ -222,8 +255,7 @@ class RNNDecoder(Decoder):
 
 
 def _check_options(cell: str, style: str, num_layers: int) -> None:
-    if cell not in RNN_CELLS:
-        raise ValueError(f"cell must be one of {sorted(RNN_CELLS)}, got {cell!r}")
+    cell_kind(cell)  # a ValueError naming the cells
     if style not in STYLES:
         raise ValueError(f"style must be one of {list(STYLES)}, got {style!r}")
     if num_layers < 1:

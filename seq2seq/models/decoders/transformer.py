@@ -22,13 +22,17 @@ the cross-attention keys and values are projected once, in `init_state`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
 
-from seq2seq.models.attention import self_attention
+from seq2seq import registry
+from seq2seq.models.attention import self_attention, self_attention_flops
 from seq2seq.models.base import DecoderState
+from seq2seq.models.costs import width_change
 from seq2seq.models.decoders.common import (
     CachedDecoder,
     check_memory,
@@ -36,9 +40,8 @@ from seq2seq.models.decoders.common import (
     target_positions,
 )
 from seq2seq.models.feed_forward import FeedForward
-from seq2seq.models.positional import LearnedPositions, SinusoidalPositions
-
-POSITIONAL = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
+from seq2seq.models.positional import position_table
+from seq2seq.models.schemas import TransformerConfig
 
 KeyValue = tuple[torch.Tensor, torch.Tensor]  # projected (keys, values), each (B, heads, len, *)
 
@@ -100,6 +103,15 @@ class TransformerDecoderLayer(nn.Module):
         return torch.cat([past_keys, keys], dim=2), torch.cat([past_values, values], dim=2)
 
 
+@dataclass
+class TransformerDecoderConfig(TransformerConfig):
+    """`decoder=transformer`: the keyword arguments of `TransformerDecoder` (embed_dim and
+    the attention factory aside)."""
+
+    _target_: str = "seq2seq.models.decoders.TransformerDecoder"
+
+
+@registry.register("decoder", "transformer", schema=TransformerDecoderConfig)
 class TransformerDecoder(CachedDecoder):
     """A stack of pre-LN Transformer decoder blocks; `output_dim == hidden_size`.
 
@@ -123,8 +135,6 @@ class TransformerDecoder(CachedDecoder):
         max_positions: int = 1024,
     ) -> None:
         super().__init__()
-        if positional not in POSITIONAL:
-            raise ValueError(f"positional must be one of {sorted(POSITIONAL)}, got {positional!r}")
         if num_layers < 1:
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
         self.embed_dim = embed_dim
@@ -133,7 +143,7 @@ class TransformerDecoder(CachedDecoder):
         self.input_proj = (
             nn.Linear(embed_dim, hidden_size) if embed_dim != hidden_size else nn.Identity()
         )
-        self.positions = POSITIONAL[positional](hidden_size, max_positions)
+        self.positions = position_table(positional, hidden_size, max_positions)
         self.layers = nn.ModuleList(
             TransformerDecoderLayer(
                 hidden_size,
@@ -149,6 +159,15 @@ class TransformerDecoder(CachedDecoder):
         )
         self.final_norm = nn.LayerNorm(hidden_size)
         self.dropout = nn.Dropout(dropout)
+
+    @staticmethod
+    def flops(node: Mapping[str, Any], embed_dim: int, batch: int, tgt_len: int) -> tuple[int, int]:
+        """`W_in` when E ≠ H, then per layer causal self-attention (counted over the full
+        T × T square, as the kernels compute it) and the FFN; one cross-attention per layer."""
+        tokens, hidden, layers = batch * tgt_len, node["hidden_size"], node["num_layers"]
+        per_layer = self_attention_flops(batch, tgt_len, hidden, node["heads"])
+        per_layer += FeedForward.flops(tokens, hidden, node["ff_size"])
+        return width_change(tokens, embed_dim, hidden) + layers * per_layer, layers
 
     def init_state(
         self, memory: torch.Tensor, src_mask: torch.Tensor, init_hidden: torch.Tensor | None = None

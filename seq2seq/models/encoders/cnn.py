@@ -6,14 +6,20 @@ scaled residual connections.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seq2seq import registry
 from seq2seq.models.base import Encoder, EncoderOutput
+from seq2seq.models.costs import linear
 from seq2seq.models.encoders.inputs import check_encoder_inputs
 from seq2seq.models.positional import LearnedPositions
+from seq2seq.models.schemas import ConvS2SConfig
 
 RESIDUAL_SCALE = math.sqrt(0.5)  # keeps the variance of (block(h) + h) equal to that of h
 
@@ -53,6 +59,14 @@ class ConvGLUBlock(nn.Module):
         return (gated + hidden) * RESIDUAL_SCALE
 
 
+@dataclass
+class CNNEncoderConfig(ConvS2SConfig):
+    """`encoder=cnn`: the keyword arguments of `CNNEncoder` (embed_dim aside)."""
+
+    _target_: str = "seq2seq.models.encoders.CNNEncoder"
+
+
+@registry.register("encoder", "cnn", schema=CNNEncoderConfig)
 class CNNEncoder(Encoder):
     """`(src_embedded (B, S, embed_dim), src_mask (B, S)) -> EncoderOutput` (Gehring et al. 2017).
 
@@ -92,6 +106,14 @@ class CNNEncoder(Encoder):
         self.output_projection = linear_for_convs2s(hidden_size, hidden_size, 0.0)
         self.output_dim = hidden_size
         self.final_dim = None
+
+    @staticmethod
+    def flops(node: Mapping[str, Any], embed_dim: int, batch: int, src_len: int) -> int:
+        """`lin(B·S, E, H) + L·lin(B·S, k·H, 2H) + lin(B·S, H, H)`: W_in, each layer's
+        width-k convolution to the GLU's 2H channels, W_out."""
+        tokens, hidden = batch * src_len, node["hidden_size"]
+        blocks = node["num_layers"] * linear(tokens, node["kernel_size"] * hidden, 2 * hidden)
+        return linear(tokens, embed_dim, hidden) + blocks + linear(tokens, hidden, hidden)
 
     def forward(self, src_embedded: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
         check_encoder_inputs(src_embedded, src_mask, self.embed_dim)

@@ -6,16 +6,33 @@ is the concatenation of the forward and backward hidden states, h_j = [→h_j ; 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from seq2seq import registry
 from seq2seq.models.base import Encoder, EncoderOutput
 from seq2seq.models.encoders.inputs import check_encoder_inputs
+from seq2seq.models.recurrent import Cell, cell_kind, recurrent_flops
 
-RNN_CELLS: dict[str, type[nn.RNNBase]] = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
+
+@dataclass
+class RNNEncoderConfig:
+    """`encoder=rnn|lstm|gru`: the keyword arguments of `RNNEncoder` (embed_dim aside)."""
+
+    _target_: str = "seq2seq.models.encoders.RNNEncoder"
+    cell: Cell = Cell.gru
+    hidden_size: int = 256
+    num_layers: int = 1
+    bidirectional: bool = True
+    dropout: float = 0.0
 
 
+@registry.register("encoder", "rnn", schema=RNNEncoderConfig)
 class RNNEncoder(Encoder):
     """`(src_embedded (B, S, embed_dim), src_mask (B, S)) -> EncoderOutput`.
 
@@ -40,13 +57,12 @@ class RNNEncoder(Encoder):
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        if cell not in RNN_CELLS:
-            raise ValueError(f"cell must be one of {sorted(RNN_CELLS)}, got {cell!r}")
+        rnn_module = cell_kind(cell).module
         if num_layers < 1:
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
         self.embed_dim = embed_dim
         self.input_dropout = nn.Dropout(dropout)
-        self.rnn = RNN_CELLS[cell](
+        self.rnn = rnn_module(
             embed_dim,
             hidden_size,
             num_layers=num_layers,
@@ -57,6 +73,19 @@ class RNNEncoder(Encoder):
         self.directions = 2 if bidirectional else 1
         self.output_dim = hidden_size * self.directions
         self.final_dim = self.output_dim
+
+    @staticmethod
+    def widths(node: Mapping[str, Any]) -> tuple[int, int | None]:
+        width = node["hidden_size"] * (2 if node["bidirectional"] else 1)
+        return width, width
+
+    @staticmethod
+    def flops(node: Mapping[str, Any], embed_dim: int, batch: int, src_len: int) -> int:
+        """The stacked (bi)RNN over B·S positions (`recurrent_flops`); packed sources run
+        only their real tokens, so with padding this is an upper bound."""
+        hidden, layers, cell = node["hidden_size"], node["num_layers"], node["cell"]
+        directions = 2 if node["bidirectional"] else 1
+        return recurrent_flops(batch * src_len, embed_dim, hidden, layers, directions, cell)
 
     def forward(self, src_embedded: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
         check_encoder_inputs(src_embedded, src_mask, self.embed_dim)

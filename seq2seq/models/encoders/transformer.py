@@ -7,16 +7,21 @@ without a long learning-rate warm-up; a final LayerNorm normalises the last bloc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import torch
 from torch import nn
 
-from seq2seq.models.attention import self_attention
+from seq2seq import registry
+from seq2seq.models.attention import self_attention, self_attention_flops
 from seq2seq.models.base import Encoder, EncoderOutput
+from seq2seq.models.costs import width_change
 from seq2seq.models.encoders.inputs import check_encoder_inputs
 from seq2seq.models.feed_forward import FeedForward
-from seq2seq.models.positional import LearnedPositions, SinusoidalPositions
-
-POSITIONAL_ENCODINGS = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
+from seq2seq.models.positional import position_table
+from seq2seq.models.schemas import TransformerConfig
 
 
 class PreNormEncoderLayer(nn.Module):
@@ -27,7 +32,12 @@ class PreNormEncoderLayer(nn.Module):
     """
 
     def __init__(
-        self, hidden_size: int, heads: int, ff_size: int, dropout: float, attention_dropout: float = 0.0
+        self,
+        hidden_size: int,
+        heads: int,
+        ff_size: int,
+        dropout: float,
+        attention_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.attention_norm = nn.LayerNorm(hidden_size)
@@ -43,6 +53,14 @@ class PreNormEncoderLayer(nn.Module):
         return x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
 
 
+@dataclass
+class TransformerEncoderConfig(TransformerConfig):
+    """`encoder=transformer`: the keyword arguments of `TransformerEncoder` (embed_dim aside)."""
+
+    _target_: str = "seq2seq.models.encoders.TransformerEncoder"
+
+
+@registry.register("encoder", "transformer", schema=TransformerEncoderConfig)
 class TransformerEncoder(Encoder):
     """`(src_embedded (B, S, embed_dim), src_mask (B, S)) -> EncoderOutput`.
 
@@ -71,10 +89,6 @@ class TransformerEncoder(Encoder):
         max_positions: int = 1024,
     ) -> None:
         super().__init__()
-        if positional not in POSITIONAL_ENCODINGS:
-            raise ValueError(
-                f"positional must be one of {sorted(POSITIONAL_ENCODINGS)}, got {positional!r}"
-            )
         if num_layers < 1:
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
         if hidden_size % heads != 0:
@@ -82,7 +96,7 @@ class TransformerEncoder(Encoder):
         self.embed_dim = embed_dim
         same_width = embed_dim == hidden_size
         self.input_projection = nn.Identity() if same_width else nn.Linear(embed_dim, hidden_size)
-        self.positions = POSITIONAL_ENCODINGS[positional](hidden_size, max_positions)
+        self.positions = position_table(positional, hidden_size, max_positions)
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
             PreNormEncoderLayer(hidden_size, heads, ff_size, dropout, attention_dropout)
@@ -91,6 +105,14 @@ class TransformerEncoder(Encoder):
         self.final_norm = nn.LayerNorm(hidden_size)
         self.output_dim = hidden_size
         self.final_dim = None
+
+    @staticmethod
+    def flops(node: Mapping[str, Any], embed_dim: int, batch: int, src_len: int) -> int:
+        """`W_in` when E ≠ H, then per layer self-attention (S over S) and the FFN."""
+        tokens, hidden = batch * src_len, node["hidden_size"]
+        layer = self_attention_flops(batch, src_len, hidden, node["heads"])
+        layer += FeedForward.flops(tokens, hidden, node["ff_size"])
+        return width_change(tokens, embed_dim, hidden) + node["num_layers"] * layer
 
     def forward(self, src_embedded: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
         check_encoder_inputs(src_embedded, src_mask, self.embed_dim)

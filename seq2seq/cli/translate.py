@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import fields
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, get_type_hints
 
 import torch
 
@@ -37,15 +38,26 @@ class InputError(ValueError):
     """An input file that cannot be read as UTF-8 text; the message names file and line."""
 
 
-def search_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared by seq2seq-translate and seq2seq-evaluate."""
+def search_arguments(parser: argparse.ArgumentParser, omit: Collection[str] = ()) -> None:
+    """Options shared by seq2seq-translate and seq2seq-evaluate: the checkpoint, one option
+    per `SearchSettings` field not in `omit` (`--beam-size` for `beam_size`, with the field's
+    type, default and help) and `--device`."""
     parser.add_argument("checkpoint", type=Path, help="a .pt checkpoint written by seq2seq-train")
-    parser.add_argument("--beam-size", type=int, default=5, help="1 = greedy (default 5)")
-    parser.add_argument("--length-penalty", type=float, default=1.0, help="GNMT alpha")
-    parser.add_argument("--max-len-a", type=float, default=1.5, help="max output = a·src + b")
-    parser.add_argument("--max-len-b", type=int, default=10)
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
+    types = get_type_hints(SearchSettings)
+    for setting in fields(SearchSettings):
+        if setting.name not in omit:
+            parser.add_argument(
+                option_name(setting.name),
+                type=types[setting.name],
+                default=setting.default,
+                help=f"{setting.metadata['help']} (default %(default)s)",
+            )
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
+
+
+def option_name(setting: str) -> str:
+    """The command-line option of a `SearchSettings` field: `beam_size` → `--beam-size`."""
+    return "--" + setting.replace("_", "-")
 
 
 def check_device(name: str) -> str | None:
@@ -65,17 +77,15 @@ def check_device(name: str) -> str | None:
     return None
 
 
-def checked_settings(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, n_best: int = 1
-) -> SearchSettings:
+def checked_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> SearchSettings:
     """The search settings and device of the options, or one error line and exit code 2."""
     problem = check_device(args.device)
     if problem is not None:
         parser.error(problem)
     try:
-        return settings_from(args, n_best)
+        return settings_from(args)
     except SearchSettingsError as error:
-        parser.error(f"--{error.field.replace('_', '-')} {error.problem}")
+        parser.error(f"{option_name(error.field)} {error.problem}")
 
 
 def load_translator(args: argparse.Namespace, program: str) -> Translator | None:
@@ -93,15 +103,11 @@ def one_line(error: Exception) -> str:
     return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
 
 
-def settings_from(args: argparse.Namespace, n_best: int = 1) -> SearchSettings:
-    return SearchSettings(
-        beam_size=args.beam_size,
-        length_penalty=args.length_penalty,
-        max_len_a=args.max_len_a,
-        max_len_b=args.max_len_b,
-        batch_size=args.batch_size,
-        n_best=n_best,
-    )
+def settings_from(args: argparse.Namespace) -> SearchSettings:
+    """`SearchSettings` of the parsed options; a field without an option keeps its default."""
+    options = vars(args)
+    names = [setting.name for setting in fields(SearchSettings)]
+    return SearchSettings(**{name: options[name] for name in names if name in options})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,7 +115,6 @@ def build_parser() -> argparse.ArgumentParser:
     search_arguments(parser)
     parser.add_argument("sentences", nargs="*", help="sentences to translate (else --input/stdin)")
     parser.add_argument("-i", "--input", type=Path, help="a file with one sentence per line")
-    parser.add_argument("--n-best", type=int, default=1, help="hypotheses per sentence")
     parser.add_argument("--show-attention", action="store_true", help="print alignment matrices")
     parser.add_argument("--plot", type=Path, help="save the first sentence's alignment as PNG")
     return parser
@@ -169,7 +174,7 @@ def show_attention(translation: Translation) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    settings = checked_settings(parser, args, args.n_best)
+    settings = checked_settings(parser, args)
     try:
         lines = read_lines(args)
     except InputError as error:
@@ -180,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     need_weights = args.show_attention or args.plot is not None
     translations = translator.translate(lines, settings, need_weights)
     for translation in translations:
-        print("\n".join(format_translation(translation, args.n_best)))
+        print("\n".join(format_translation(translation, settings.n_best)))
         if args.show_attention and translation.source:
             print(show_attention(translation), file=sys.stderr)
     if args.plot is not None and translations:

@@ -54,7 +54,7 @@ def main() -> None:
     """Console entry point: drop the optional `prepare` word, register schemas, run Hydra."""
     if len(sys.argv) > 1 and sys.argv[1] == COMMAND:
         del sys.argv[1]
-    register_configs()
+    register_configs(["data"])  # the data schema only: no model is imported
     prepare_app()
 
 

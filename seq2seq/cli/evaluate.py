@@ -16,7 +16,7 @@ is the checkpoint's `data.name`, refused when there is none), its files go below
 `--data-root` (default `data`, relative to the current folder), and from the checkpoint
 only the validated numbers and choices that decide the split and the subwords are taken
 (seed, split sizes, `max_pairs`, vocabulary sizes and model type, toy sizes: see
-`CHECKPOINT_DATA_FIELDS`), so that the evaluated split is the one the model was trained
+`seq2seq.data.presets.CHECKPOINT_DATA_FIELDS`), so that the evaluated split is the one the model was trained
 beside. Its URL, member, languages, columns and root are never used; the languages of the
 config must equal the checkpoint's, and the tokenisers prepared from the data must equal
 the ones stored in the checkpoint, else one clear error (exit code 2).
@@ -26,25 +26,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-from collections.abc import Mapping, Sequence
-from importlib.resources.abc import Traversable
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from seq2seq.build import plain
-from seq2seq.configs import config_files
-from seq2seq.data.config import DataConfig
-from seq2seq.data.corpus import CorpusError
-from seq2seq.data.fetch import FetchError
-from seq2seq.data.prepare import prepare
-from seq2seq.inference import Translator
-from seq2seq.metrics import corpus_scores
-from seq2seq.translate import (
+from seq2seq.cli.translate import (
     InputError,
     OneLineParser,
     checked_settings,
@@ -53,39 +40,21 @@ from seq2seq.translate import (
     read_text_lines,
     search_arguments,
 )
-
-CONFIG_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-# Taken from the checkpoint in split mode: they decide which pairs fall in which split and
-# how the subwords are cut. Everything else in the data section is the user's.
-CHECKPOINT_DATA_FIELDS = (
-    "traditional_to_simplified",
-    "max_malformed_share",
-    "max_pairs",
-    "seed",
-    "valid_size",
-    "test_size",
-    "joint_vocab",
-    "src_vocab_size",
-    "tgt_vocab_size",
-    "model_type",
-    "max_tokens",
-    "max_len",
-    "toy_vocab_size",
-    "toy_min_len",
-    "toy_max_len",
-    "toy_train_size",
-    "toy_valid_size",
-    "toy_test_size",
-)
+from seq2seq.data.corpus import CorpusError
+from seq2seq.data.fetch import FetchError
+from seq2seq.data.prepare import prepare
+from seq2seq.data.presets import PresetError, split_data_config
+from seq2seq.inference import Translator
+from seq2seq.metrics import corpus_scores
 
 
 class EvaluationError(ValueError):
-    """The data to evaluate on cannot be found or does not fit the checkpoint."""
+    """The data to evaluate on cannot be prepared or does not fit the checkpoint."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="seq2seq-evaluate", description=__doc__.split("\n")[0])
-    search_arguments(parser)
+    search_arguments(parser, omit=("n_best",))  # the best hypothesis is scored
     parser.add_argument("--split", choices=("valid", "test"), default="test")
     parser.add_argument("--data", help="data config of the split (configs/data/NAME.yaml; "
                         "default: the one named as the checkpoint's data.name)")  # fmt: skip
@@ -99,50 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ter", action="store_true", help="also report TER")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     return parser
-
-
-def data_preset(name: str) -> dict[str, Any]:
-    """The values of a data config: a YAML file of the user's (`--data my/corpus.yaml`), or
-    one of the installed `configs/data/*.yaml` called `name` (file stem, or its `name:`)."""
-    if name.endswith(".yaml") and Path(name).is_file():
-        return _load_preset(Path(name))
-    if not CONFIG_NAME.fullmatch(name):
-        raise EvaluationError(f"--data: {name!r} is not a data config name")
-    for entry in config_files("data"):
-        values = _load_preset(entry)
-        if Path(entry.name).stem == name or values.get("name") == name:
-            return values
-    raise EvaluationError(
-        f"--data: no data config named {name!r} among the installed configs/data/*.yaml; "
-        "name one with --data NAME or --data FILE.yaml, or evaluate files with --src and --ref"
-    )
-
-
-def _load_preset(path: Path | Traversable) -> dict[str, Any]:
-    try:
-        node = OmegaConf.create(path.read_text(encoding="utf-8"))
-        node.pop("defaults", None)
-        merged = OmegaConf.merge(OmegaConf.structured(DataConfig), node)
-        return OmegaConf.to_container(merged, resolve=True)
-    except OmegaConfBaseException as error:
-        raise EvaluationError(f"--data: {path}: {one_line(error)}") from error
-
-
-def split_data_config(stored: Mapping[str, Any], name: str | None, root: Path) -> DataConfig:
-    """The user's data config for evaluating a split of the checkpoint's corpus."""
-    values = data_preset(name or str(stored["name"]))
-    for key in ("src_lang", "tgt_lang"):
-        if values[key] != stored[key]:
-            raise EvaluationError(
-                f"--data: the config's {key} is {values[key]!r}, the checkpoint's is "
-                f"{stored[key]!r}"
-            )
-    values.update({key: stored[key] for key in CHECKPOINT_DATA_FIELDS if key in stored})
-    values["root"] = str(root)
-    try:
-        return DataConfig.from_mapping(values)
-    except ValueError as error:
-        raise EvaluationError(str(error)) from error
 
 
 def split_pairs(args: argparse.Namespace, translator: Translator) -> tuple[list[str], list[str]]:
@@ -189,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         sources, references = pair or split_pairs(args, translator)
-    except EvaluationError as error:
+    except (EvaluationError, PresetError) as error:
         print(f"seq2seq-evaluate: {one_line(error)}", file=sys.stderr)
         return 2
     translations = translator.translate(sources, settings)

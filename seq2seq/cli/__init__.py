@@ -1,0 +1,7 @@
+"""The command-line programs, thin shells over the library.
+
+* `seq2seq-train` (`train`): Hydra app over `seq2seq.runs.assemble.train_and_test`;
+* `seq2seq-data` (`data`): Hydra app over `seq2seq.data.prepare.prepare`;
+* `seq2seq-translate` (`translate`) and `seq2seq-evaluate` (`evaluate`): a checkpoint
+  through `seq2seq.inference.Translator`.
+"""

@@ -1,0 +1,279 @@
+"""Assemble a training run from its composed config: the one place that does it.
+
+    trainer = assemble_trainer(cfg, run_dir)           # data, model, trainer (a benchmark, a test)
+    results = train_and_test(cfg, run_dir)             # all of seq2seq-train, without the CLI
+
+`train_and_test` checks the settings, starts data parallelism when run under `torchrun`,
+locks the run folder, assembles the trainer (resuming when `trainer.resume` says so),
+trains, tests the best (or averaged) weights and writes `results.json`. `seq2seq-train`
+is a thin shell over it; `scripts/bench.py` and the tests build their trainers with
+`assemble_trainer`, so what they measure is what users train.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from seq2seq import registry
+from seq2seq.build import ConfigError, build_model, count_parameters, plain
+from seq2seq.checkpoint import (
+    CheckpointError,
+    architecture_differences,
+    load_checkpoint,
+    load_resumable,
+    tokenizer_payload,
+)
+from seq2seq.data.config import DataConfig
+from seq2seq.data.prepare import PreparedData, prepare
+from seq2seq.decoding import SearchSettings
+from seq2seq.metrics import corpus_scores
+from seq2seq.runs.folder import (
+    RESULTS_NAME,
+    remove_stale_temporaries,
+    resolve_resume,
+    run_folder_lock,
+)
+from seq2seq.settings_checks import check_settings
+from seq2seq.training import distributed
+from seq2seq.training.hooks import ValidationHook
+from seq2seq.training.logger import RunLogger
+from seq2seq.training.trainer import Trainer
+
+log = logging.getLogger(__name__)
+
+
+def select_device(name: str) -> torch.device:
+    """`auto` picks CUDA when there is a GPU, else the CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"trainer.device={name!r} but no CUDA device is available")
+    return device
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def data_config(cfg: DictConfig) -> DataConfig:
+    """The run's `data` section as a checked DataConfig (a ConfigError names the key)."""
+    try:
+        return DataConfig(**plain(cfg.data))
+    except ValueError as error:
+        raise ConfigError(str(error)) from error
+
+
+# ---------------------------------------------------------------- assembling a trainer
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a run executes: its device and its rank among data-parallel processes."""
+
+    device: torch.device
+    ranks: distributed.Distributed
+
+    @classmethod
+    def single(cls, device_name: str) -> Placement:
+        """One process on `device_name` (`auto`, `cpu`, `cuda`, `cuda:N`)."""
+        return cls(select_device(device_name), distributed.Distributed())
+
+
+def assemble_trainer(
+    cfg: DictConfig,
+    run_dir: Path,
+    *,
+    placement: Placement | None = None,
+    resume_path: Path | None = None,
+    observe: bool = True,
+) -> Trainer:
+    """Data, model and Trainer as seq2seq-train makes them, restored from `resume_path`
+    when given. `observe=False` leaves out the TensorBoard logger and the alignment hooks
+    (a benchmark, a test that only needs the trained model)."""
+    placement = placement or Placement.single(cfg.trainer.device)
+    device, ranks = placement.device, placement.ranks
+    if cfg.trainer.threads > 0:
+        torch.set_num_threads(cfg.trainer.threads)
+    seed_everything(cfg.trainer.seed + ranks.rank)  # DDP copies rank 0's initial weights
+    with ranks.main_first():  # rank 0 fills the data caches the others then read
+        data = prepare(data_config(cfg))
+    model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
+    model.to(device)
+    payload = None
+    if resume_path is not None:
+        payload, resume_path = load_resumable(resume_path, map_location=device)
+        check_compatible(payload, cfg, data, resume_path)
+    observed = observe and ranks.is_main
+    logger = RunLogger(run_dir, enabled=observed and cfg.logging.tensorboard)
+    hooks = validation_hooks(cfg, data) if observed else []
+    trainer = Trainer(cfg, model, data, run_dir, device, logger, hooks=hooks, ranks=ranks)
+    if payload is not None:
+        trainer.restore(payload)
+        log.info("resumed %s at step %d", resume_path, trainer.progress.step)
+    return trainer
+
+
+def check_compatible(payload: dict, cfg: DictConfig, data: PreparedData, path: Path) -> None:
+    """Refuse a checkpoint whose architecture or vocabulary differs from the config."""
+    current = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    differences = architecture_differences(payload["config"], current)
+    for side, saved in payload["tokenizers"].items():
+        if saved["model"] != tokenizer_payload(data)[side]["model"]:
+            differences.append(
+                f"{side} vocabulary: the checkpoint's tokeniser differs from the data's"
+            )
+    if differences:
+        raise CheckpointError(
+            f"checkpoint {path} does not match the configuration:\n  " + "\n  ".join(differences)
+        )
+
+
+def validation_hooks(cfg: DictConfig, data: PreparedData) -> list[ValidationHook]:
+    """Hooks run after each validation (the alignment images, when available)."""
+    try:
+        from seq2seq.visualise.hooks import alignment_hooks
+    except ImportError:  # matplotlib missing: train without images
+        return []
+    return alignment_hooks(cfg, data)
+
+
+# ---------------------------------------------------------------- a whole run
+
+
+def train_and_test(cfg: DictConfig, run_dir: Path, outputs_root: Path | None = None) -> dict:
+    """Check the settings, train, test the best checkpoint; returns the results (module
+    docstring). `trainer.resume=last` looks for checkpoints under `outputs_root`.
+
+    Under `torchrun` every rank calls this (see `seq2seq.training.distributed`); rank 0's
+    run folder is used by all, and only rank 0 returns the results (the others `{}`)."""
+    check_settings(cfg)  # out-of-range values stop here, naming the key
+    ranks = distributed.from_environment()
+    device = distributed.rank_device(select_device(cfg.trainer.device), ranks)
+    distributed.start(ranks, device)
+    try:
+        run_dir = ranks.broadcast(run_dir)
+        resume_path = resolve_resume(cfg.trainer.resume, run_dir, outputs_root or run_dir.parent)
+        if resume_path is not None:  # the run continues in its original folder
+            run_dir = resume_path.parent.parent
+        placement = Placement(device, ranks)
+        if not ranks.is_main:  # rank 0 guards the folder for all ranks
+            return _train_in_folder(cfg, run_dir, placement, resume_path)
+        with run_folder_lock(run_dir):
+            remove_stale_temporaries(run_dir)
+            return _train_in_folder(cfg, run_dir, placement, resume_path)
+    finally:
+        distributed.stop()
+
+
+def _train_in_folder(
+    cfg: DictConfig, run_dir: Path, placement: Placement, resume_path: Path | None
+) -> dict:
+    ranks = placement.ranks
+    if not ranks.is_main:  # rank 0 speaks for all
+        logging.getLogger("seq2seq").setLevel(logging.WARNING)
+    trainer = assemble_trainer(cfg, run_dir, placement=placement, resume_path=resume_path)
+    log.info("run folder %s; %s parameters", run_dir, f"{count_parameters(trainer.model):,}")
+    if ranks.enabled:
+        backend = torch.distributed.get_backend()
+        log.info(
+            "data parallel: %d ranks (%s), one update = %d batches",
+            ranks.world_size,
+            backend,
+            ranks.world_size,
+        )
+    trainer.fit()
+    if not ranks.is_main:
+        return {}
+    results = evaluate_best(trainer, cfg)
+    write_results(trainer, cfg, results)
+    return results
+
+
+def evaluate_best(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
+    """Score the best checkpoint (or the averaged weights, when better) on the test split
+    with the configured search; `test.hyp` keeps the translations."""
+    best = trainer.run_dir / "checkpoints" / "best.pt"
+    if best.is_file():
+        trainer.model.load_state_dict(load_checkpoint(best, trainer.device)["model"])
+    averaged = try_averaged(trainer)
+    search = SearchSettings(**plain(cfg.trainer.test_search))
+    test = trainer.data.test
+    hypotheses = trainer.translate([src for src, _ in test.examples], search)
+    (trainer.run_dir / "test.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    scores = corpus_scores(hypotheses, test.tgt_lines, trainer.data.tgt_tokenizer.lang)
+    progress = trainer.progress
+    return {
+        "test": scores,
+        "valid_best_bleu": progress.best_bleu,
+        "best_step": progress.best_step,
+        "steps": progress.step,
+        "epochs": progress.epoch,
+        "train_minutes": progress.train_seconds / 60.0,
+        "parameters": count_parameters(trainer.model),
+        "search": plain(cfg.trainer.test_search),
+        "averaged": averaged,
+        "run_dir": str(trainer.run_dir),
+    }
+
+
+def try_averaged(trainer: Trainer) -> dict[str, float] | None:
+    """Average the last validations' weights; keep the average (saved as `averaged.pt`) only
+    if its valid BLEU beats the best checkpoint's. Returns the averaged valid metrics."""
+    averaged = trainer.averaged_weights()
+    if averaged is None:
+        return None
+    best_weights = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    trainer.model.load_state_dict(averaged)
+    metrics = trainer.validate()
+    trainer.logger.scalars({"valid/bleu_averaged": metrics["bleu"]}, trainer.progress.step)
+    if metrics["bleu"] > trainer.progress.best_bleu:
+        trainer.save("averaged", all_ranks=False)
+        log.info("averaged weights: valid BLEU %.2f, used for the test", metrics["bleu"])
+    else:
+        trainer.model.load_state_dict(best_weights)
+        log.info("averaged weights: valid BLEU %.2f, not better; testing best.pt", metrics["bleu"])
+    return {"valid_bleu": metrics["bleu"], "used": metrics["bleu"] > trainer.progress.best_bleu}
+
+
+def write_results(trainer: Trainer, cfg: DictConfig, results: dict[str, Any]) -> Path:
+    """`results.json` and the TensorBoard HPARAMS entry; closes the logger."""
+    path = trainer.run_dir / RESULTS_NAME
+    path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    trainer.logger.hparams(hparams(cfg, results), hparam_metrics(results), trainer.progress.step)
+    trainer.logger.close()
+    return path
+
+
+def hparams(cfg: DictConfig, results: dict[str, Any]) -> dict[str, Any]:
+    """What the HPARAMS table shows of a run: its parts' classes and main settings."""
+    attention = plain(cfg.attention)
+    return {
+        "encoder": registry.of_node("encoder", cfg.encoder).builder.__name__,
+        "decoder": registry.of_node("decoder", cfg.decoder).builder.__name__,
+        **{f"attention.{k}": v for k, v in attention.items() if k != "_target_"},
+        "attention": registry.of_node("attention", attention).builder.__name__,
+        "embed_dim": cfg.model.embed_dim,
+        "lr": cfg.optim.lr,
+        "max_tokens": cfg.data.max_tokens,
+        "parameters": results["parameters"],
+    }
+
+
+def hparam_metrics(results: dict[str, Any]) -> dict[str, float]:
+    return {
+        "hparams/valid_bleu": results["valid_best_bleu"],
+        "hparams/test_bleu": results["test"]["bleu"],
+        "hparams/test_chrf": results["test"]["chrf"],
+    }

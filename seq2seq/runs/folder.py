@@ -1,0 +1,75 @@
+"""The run folder: one training process at a time, and which checkpoint a resume uses."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from seq2seq.checkpoint import CheckpointError
+
+LOCK_NAME = "train.lock"  # the run folder's lock file (see `run_folder_lock`)
+RESULTS_NAME = "results.json"  # what a finished run scored (`seq2seq.runs.assemble`)
+log = logging.getLogger(__name__)
+
+
+class RunFolderBusy(RuntimeError):
+    """Another training process is writing to the run folder."""
+
+
+@contextlib.contextmanager
+def run_folder_lock(run_dir: Path) -> Iterator[None]:
+    """Hold an advisory lock (flock) on `run_dir/train.lock` for the block; raise RunFolderBusy
+    naming the folder and the holder's pid when another process holds it. The operating
+    system releases the lock when its process dies, so a killed run never blocks a resume."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / LOCK_NAME
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise RunFolderBusy(
+                f"run folder {run_dir} is in use by another training process (pid {holder}, "
+                f"lock file {path}); wait for it to end or give another hydra.run.dir"
+            ) from None
+        except OSError as error:  # a file system without flock: train unguarded
+            log.warning("cannot lock %s (%s); not guarding the run folder", path, error)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield  # closing the file releases the lock
+
+
+def remove_stale_temporaries(run_dir: Path) -> None:
+    """Delete checkpoint temporaries left by a process killed mid-write (only call this
+    while holding the run folder's lock: then no other process is writing one)."""
+    for stale in (run_dir / "checkpoints").glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+        log.info("removed %s, left by an interrupted checkpoint write", stale)
+
+
+def resolve_resume(resume: str | None, run_dir: Path, outputs_root: Path) -> Path | None:
+    """A checkpoint path from `trainer.resume`: a file, a run folder, or `last` (the newest
+    `last.pt` under the outputs folder)."""
+    if not resume:
+        return None
+    if resume == "last":  # a folder whose last.pt was lost mid-rotation still counts
+        found = [
+            p
+            for name in ("last.pt", "last.prev.pt")
+            for p in outputs_root.glob(f"**/checkpoints/{name}")
+            if run_dir not in p.parents
+        ]
+        if not found:
+            raise CheckpointError(
+                f"trainer.resume=last: no checkpoints/last.pt under {outputs_root}"
+            )
+        return max(found, key=lambda p: p.stat().st_mtime).with_name("last.pt")
+    path = Path(resume)
+    return path / "checkpoints" / "last.pt" if path.is_dir() else path

@@ -1,0 +1,165 @@
+"""Reading finished (or unfinished) runs back: where they are, what they scored, what
+they logged, and what sets them apart.
+
+A run folder holds `.hydra/config.yaml` (the composed config), `results.json` (written by
+`seq2seq.runs.assemble` when the run ends), `checkpoints/` and `tensorboard/`. A sweep is
+a folder of run folders, named by Hydra `<job number>_<overrides>`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from seq2seq.runs.folder import RESULTS_NAME
+from seq2seq.visualise.heatmap import describe_run
+
+RUN_CONFIG = ".hydra/config.yaml"
+RUN_OVERRIDES = ".hydra/overrides.yaml"
+BEST_CHECKPOINT = "checkpoints/best.pt"
+ONLY_SCALARS = {"scalars": 0, "images": 1, "tensors": 1, "histograms": 1, "audio": 1}
+
+
+# ---------------------------------------------------------------- finding runs
+
+
+def runs_below(folder: Path, marker: str = RUN_CONFIG) -> list[Path]:
+    """Run folders at or below `folder` that hold the file `marker` (a relative path), in
+    sweep job order. Symbolic links are followed: `make compare` links a run of the
+    attention sweep into the encoder sweep instead of training it twice."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a folder")
+    runs = [
+        Path(root)
+        for root, _, _ in os.walk(folder, followlinks=True)
+        if (Path(root) / marker).is_file()
+    ]
+    return sorted(runs, key=job_order)
+
+
+def job_order(run: Path) -> tuple[int, str]:
+    """Hydra names sweep jobs `<number>_<overrides>`: sort by the number, then the name."""
+    number = run.name.split("_", 1)[0]
+    return (int(number) if number.isdigit() else sys.maxsize, str(run))
+
+
+def find_runs(sweep_dir: Path) -> list[Path]:
+    """Run folders (holding `.hydra/config.yaml`) at or below `sweep_dir`, in job order."""
+    runs = runs_below(sweep_dir, RUN_CONFIG)
+    if not runs:
+        raise FileNotFoundError(f"no run folder ({RUN_CONFIG}) below {sweep_dir}")
+    return runs
+
+
+def find_checkpoints(folders: list[Path]) -> list[Path]:
+    """`<run>/checkpoints/best.pt` of every run folder at or below the given folders."""
+    found = [
+        run / BEST_CHECKPOINT for folder in folders for run in runs_below(folder, BEST_CHECKPOINT)
+    ]
+    if not found:
+        raise FileNotFoundError(f"no {BEST_CHECKPOINT} below {', '.join(map(str, folders))}")
+    return found
+
+
+# ---------------------------------------------------------------- what a run wrote
+
+
+def read_results(run_dir: Path) -> dict[str, Any]:
+    """The run's `results.json`; {} while it has none (still running, or crashed)."""
+    path = run_dir / RESULTS_NAME
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from error
+
+
+def read_config(run_dir: Path) -> DictConfig:
+    """The composed config the run was started with (`.hydra/config.yaml`)."""
+    return OmegaConf.load(run_dir / RUN_CONFIG)  # type: ignore[return-value]
+
+
+def command_line_choice(run_dir: Path, group: str) -> str | None:
+    """The last `group=<option>` of the run's command line (`.hydra/overrides.yaml`)."""
+    overrides = OmegaConf.load(run_dir / RUN_OVERRIDES)
+    choices = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == group]
+    return choices[-1] if choices else None
+
+
+@dataclass
+class Scalars:
+    """The scalar events of one run: wall time of its first event, and per tag the
+    `(wall_time, step, value)` triples in order."""
+
+    first_wall_time: float | None = None
+    series: dict[str, list[tuple[float, int, float]]] = field(default_factory=dict)
+
+    def values(self, tag: str) -> list[float]:
+        return [value for _, _, value in self.series.get(tag, [])]
+
+
+def read_scalars(run_dir: Path) -> Scalars:
+    """Every scalar of `<run_dir>/tensorboard` (all event files in it, resumed runs too)."""
+    folder = run_dir / "tensorboard"
+    if not folder.is_dir():
+        return Scalars()
+    events = EventAccumulator(str(folder), size_guidance=ONLY_SCALARS)
+    events.Reload()
+    series = {
+        tag: [(event.wall_time, event.step, event.value) for event in events.Scalars(tag)]
+        for tag in events.Tags()["scalars"]
+    }
+    try:
+        first = events.FirstEventTimestamp()
+    except ValueError:  # an event file with no event yet
+        first = None
+    return Scalars(first, series)
+
+
+# ---------------------------------------------------------------- naming runs
+
+
+def differing_settings(descriptions: list[dict[str, str]]) -> list[str]:
+    """The keys whose values are not the same in every run, in a stable order."""
+    keys = list(dict.fromkeys(key for description in descriptions for key in description))
+    return [key for key in keys if len({d.get(key, "-") for d in descriptions}) > 1]
+
+
+def model_labels(configs: list[Any]) -> list[str]:
+    """Each run's model settings that differ within the list (all of them when none
+    differ); a setting the run does not have (the score of `attention=none`) is left out."""
+    descriptions = [describe_run(config) for config in configs]
+    keys = differing_settings(descriptions) or list(descriptions[0])
+    return [" · ".join(f"{key}={d[key]}" for key in keys if key in d) for d in descriptions]
+
+
+def run_titles(runs: list[Path], configs: list[Any]) -> list[str]:
+    """The differing model settings of each run, or its folder when no setting differs."""
+    descriptions = [describe_run(config) for config in configs]
+    keys = differing_settings(descriptions)
+    if not keys:
+        common = Path(os.path.commonpath(runs)) if len(runs) > 1 else runs[0].parent
+        return [str(run.relative_to(common)) for run in runs]
+    return [" · ".join(f"{key}={d.get(key, '-')}" for key in keys) for d in descriptions]
+
+
+def best_choice(sweep_dir: Path, group: str) -> str:
+    """The `group=<option>` command-line choice of the sweep's run with the best valid BLEU
+    (`make compare` picks sweep B's attention this way: by validation, never by test)."""
+    scored = []
+    for run in find_runs(sweep_dir):
+        valid_bleu = read_results(run).get("valid_best_bleu")
+        choice = command_line_choice(run, group)
+        if valid_bleu is not None and choice is not None:
+            scored.append((valid_bleu, choice))
+    if not scored:
+        raise FileNotFoundError(f"no finished run below {sweep_dir} sets {group}=...")
+    return max(scored, key=lambda pair: pair[0])[1]
