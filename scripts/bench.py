@@ -18,7 +18,8 @@ Sections of the dated entry it appends (the file is created with a header if mis
 4. Decoding (`--checkpoint`, repeatable): sentences/s of `Translator.translate`, greedy
    and beam 5, batched, on the test split.
 5. Time to quality (`--run-dir`): the best valid BLEU logged within 5, 10 and 20 minutes
-   of the first event of the run's TensorBoard file.
+   of the first event of the run's TensorBoard file, and within 10, 20, 40, 80 and 120
+   TFLOP of training (`train/tflop`: the analytic FLOPs of every batch, machine-independent).
 6. Profile: `torch.profiler` table of one training step of `default_cpu` (top operators
    by self CPU time), written to `benchmarks/profile_default_cpu.txt`.
 """
@@ -54,13 +55,14 @@ from seq2seq.flops import training_flops
 from seq2seq.inference import Translator
 from seq2seq.metrics import corpus_scores
 from seq2seq.runs.assemble import assemble_trainer, select_device
-from seq2seq.runs.reading import read_scalars
+from seq2seq.runs.reading import best_within, read_scalars
 from seq2seq.training.trainer import Trainer
 
 DECODE_REPS = 3  # passes over the test sentences per search; the median is reported
 PRESETS = ("default_cpu", "gru_additive", "lstm_general", "convs2s", "transformer_small")
 MATMUL_SHAPES = ((4096, 256, 1024), (4096, 256, 4000), (2048, 512, 512))  # (m, k, n)
 QUALITY_MINUTES = (5, 10, 20)
+QUALITY_TFLOP = (10, 20, 40, 80, 120)  # training TFLOP budgets (issue: quality per compute)
 QUICK_PRESETS = ("default_cpu", "gru_additive")
 FULL_DEFAULTS = {"warmup": 3, "reps": 5, "steps": 8, "sentences": 1000, "matmul_reps": 10}
 QUICK_DEFAULTS = {"warmup": 1, "reps": 2, "steps": 2, "sentences": 100, "matmul_reps": 3}
@@ -93,8 +95,21 @@ def machine_lines(threads: int, device: torch.device) -> list[str]:
     return [
         f"- CPU: {cpu_model()}, {os.cpu_count()} cores; device {device}",
         f"- torch {torch.__version__}, Python {platform.python_version()}, threads: {threads}",
-        f"- command: `python {shlex.join(sys.argv)}`",
+        f"- command: `python {shlex.join(shown_path(arg) for arg in sys.argv)}`",
     ]
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as BENCHMARKS.md shows it: relative to the current folder when below it, else
+    its last three parts, so that no machine's folder layout is committed."""
+    text = str(path)
+    if not text.startswith("/"):
+        return text
+    absolute = Path(text)
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(Path("…", *absolute.parts[-3:]))
 
 
 def cpu_model() -> str:
@@ -337,7 +352,9 @@ def decoding_rows(checkpoint: Path, sentences: int, device: torch.device) -> lis
         bleu = corpus_scores(hypotheses, references, translator.tgt_tokenizer.lang)["bleu"]
         search = "greedy" if beam == 1 else f"beam {beam}"
         rate = len(sources) / seconds
-        rows.append(f"| {checkpoint} | {search} | {len(sources)} | {rate:.1f} | {bleu:.2f} |")
+        rows.append(
+            f"| {shown_path(checkpoint)} | {search} | {len(sources)} | {rate:.1f} | {bleu:.2f} |"
+        )
     return rows
 
 
@@ -349,7 +366,7 @@ def decoding_section(checkpoints: list[Path], sentences: int, device: torch.devi
         except (OSError, RuntimeError, ValueError) as error:  # CheckpointError is a RuntimeError
             message = str(error).splitlines()[0]
             print(f"{checkpoint}: {error}", file=sys.stderr)
-            lines.append(f"| {checkpoint} | failed: {message} | — | — | — |")
+            lines.append(f"| {shown_path(checkpoint)} | failed: {message} | — | — | — |")
     return lines + [
         "",
         f"Batches of 128 sentences sorted by length (`SearchSettings` defaults); median of "
@@ -358,22 +375,34 @@ def decoding_section(checkpoints: list[Path], sentences: int, device: torch.devi
 
 
 def quality_section(run_dir: Path) -> list[str]:
-    """Best valid BLEU logged within each budget, from the run's TensorBoard events."""
+    """Best valid BLEU logged within each budget of minutes and of training TFLOP, from the
+    run's TensorBoard events. TFLOP do not depend on the machine; minutes do."""
     scalars = read_scalars(run_dir)
     bleu = scalars.series.get("valid/bleu", [])
     if scalars.first_wall_time is None or not bleu:
-        return [f"No `valid/bleu` in {run_dir}/tensorboard."]
-    start = scalars.first_wall_time
-    end_minutes = (max(wall for wall, _, _ in bleu) - start) / 60
-    lines = [f"Run `{run_dir}`: last validation at {end_minutes:.1f} min.", ""]
-    lines += ["| minutes | best valid BLEU so far | at step |", "|---|---|---|"]
-    for minutes in QUALITY_MINUTES:
-        within = [(value, step) for wall, step, value in bleu if wall - start <= 60 * minutes]
-        if minutes > end_minutes + 1e-9 or not within:
-            lines.append(f"| {minutes} | — | — |")
-            continue
-        value, step = max(within)
-        lines.append(f"| {minutes} | {value:.2f} | {step} |")
+        return [f"No `valid/bleu` in {shown_path(run_dir)}/tensorboard."]
+    end_minutes = (max(wall for wall, _, _ in bleu) - scalars.first_wall_time) / 60
+    lines = [f"Run `{shown_path(run_dir)}`: last validation at {end_minutes:.1f} min.", ""]
+    lines += budget_table(
+        "minutes", QUALITY_MINUTES, best_within(scalars, QUALITY_MINUTES, "minutes")
+    )
+    if "train/tflop" in scalars.series:
+        reached = best_within(scalars, QUALITY_TFLOP, "tflop")
+        lines += ["", *budget_table("TFLOP", QUALITY_TFLOP, reached)]
+    else:
+        lines += ["", "No `train/tflop` in the run (trained before TFLOP were counted)."]
+    return lines
+
+
+def budget_table(unit: str, budgets: tuple[float, ...], reached: list) -> list[str]:
+    """`| budget | best valid BLEU so far | at step |` rows; — where the budget was not spent."""
+    lines = [f"| {unit} | best valid BLEU so far | at step |", "|---|---|---|"]
+    for budget, found in zip(budgets, reached, strict=True):
+        if found is None:
+            lines.append(f"| {budget:g} | — | — |")
+        else:
+            value, step, _ = found
+            lines.append(f"| {budget:g} | {value:.2f} | {step} |")
     return lines
 
 

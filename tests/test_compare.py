@@ -198,21 +198,40 @@ def test_every_family_is_within_ten_percent_of_the_gru_with_the_same_attention(a
 
 def test_time_to_quality_takes_the_best_valid_bleu_within_each_budget(tmp_path):
     """`scripts/bench.py` reads the same event files: valid/bleu wall times, relative to
-    the file's first event, give the best BLEU reached after 5, 10 and 20 minutes."""
+    the file's first event, give the best BLEU reached after 5, 10 and 20 minutes, and
+    `train/tflop` at the validation steps the best BLEU within 10 to 120 TFLOP."""
     bench = load_script("bench")
     writer = SummaryWriter(str(tmp_path / "tensorboard"))  # first event: now
     start = time.time()
-    for minutes, step, bleu in [
-        (2, 500, 9.0),
-        (4.5, 1000, 14.0),
-        (7, 1500, 13.5),
-        (11, 2000, 16.0),
+    for minutes, step, bleu, tflop in [
+        (2, 500, 9.0, 8.0),
+        (4.5, 1000, 14.0, 16.0),
+        (7, 1500, 13.5, 24.0),
+        (11, 2000, 16.0, 32.0),
     ]:
         writer.add_scalar("valid/bleu", bleu, step, walltime=start + 60 * minutes)
+        writer.add_scalar("train/tflop", tflop, step, walltime=start + 60 * minutes)
     writer.close()
     table = [cells(line) for line in bench.quality_section(tmp_path) if line.startswith("| ")]
-    assert table[1:] == [
+    minutes_rows, tflop_rows = table[1:4], table[5:]
+    assert minutes_rows == [
         ["5", "14.00", "1000"],  # 9.0 and 14.0 are within 5 minutes
         ["10", "14.00", "1000"],  # 13.5 at 7 min is worse than 14.0
         ["20", "—", "—"],  # the run ended at 11 min: it never trained for 20
     ]
+    assert table[4] == ["TFLOP", "best valid BLEU so far", "at step"]
+    assert tflop_rows == [
+        ["10", "9.00", "500"],
+        ["20", "14.00", "1000"],
+        ["40", "—", "—"],  # the run ended at 32 TFLOP
+        ["80", "—", "—"],
+        ["120", "—", "—"],
+    ]
+
+
+def test_bench_shows_no_machine_specific_absolute_path(tmp_path, monkeypatch):
+    bench = load_script("bench")
+    monkeypatch.chdir(tmp_path)
+    assert bench.shown_path(tmp_path / "outputs" / "run" / "best.pt") == "outputs/run/best.pt"
+    assert bench.shown_path("/elsewhere/a/run/checkpoints/best.pt") == "…/run/checkpoints/best.pt"
+    assert bench.shown_path("--quick") == "--quick"

@@ -221,6 +221,7 @@ def evaluate_best(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
         "steps": progress.step,
         "epochs": progress.epoch,
         "train_minutes": progress.train_seconds / 60.0,
+        "train_tflop": progress.train_tflop,  # analytic training FLOPs (seq2seq.flops)
         "parameters": count_parameters(trainer.model),
         "search": plain(cfg.trainer.test_search),
         "averaged": averaged,

@@ -124,6 +124,37 @@ def read_scalars(run_dir: Path) -> Scalars:
     return Scalars(first, series)
 
 
+def best_within(
+    scalars: Scalars, budgets: tuple[float, ...], spent: str
+) -> list[tuple[float, float, int] | None]:
+    """For each budget, the best `valid/bleu` logged within it: (BLEU, step, amount spent at
+    that step), or None when the run ended before spending the budget or had no validation
+    by then. `spent` is "minutes" (wall time since the run's first event) or "tflop" (the
+    `train/tflop` logged at the validation's step)."""
+    validations = [(step, value, used) for step, value, used in _spent(scalars, spent)]
+    if not validations:
+        return [None] * len(budgets)
+    end = max(used for _, _, used in validations)
+    results = []
+    for budget in budgets:
+        within = [(value, step, used) for step, value, used in validations if used <= budget]
+        results.append(max(within) if within and budget <= end + 1e-9 else None)
+    return results
+
+
+def _spent(scalars: Scalars, spent: str) -> list[tuple[int, float, float]]:
+    """(step, valid BLEU, minutes or TFLOP spent) of every validation with a known amount."""
+    bleu = scalars.series.get("valid/bleu", [])
+    if spent == "minutes":
+        if scalars.first_wall_time is None:
+            return []
+        return [(step, value, (wall - scalars.first_wall_time) / 60) for wall, step, value in bleu]
+    if spent == "tflop":
+        tflop = {step: value for _, step, value in scalars.series.get("train/tflop", [])}
+        return [(step, value, tflop[step]) for _, step, value in bleu if step in tflop]
+    raise ValueError(f"spent must be 'minutes' or 'tflop', got {spent!r}")
+
+
 # ---------------------------------------------------------------- naming runs
 
 

@@ -41,7 +41,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import registry
-from seq2seq.build import instantiate_part
+from seq2seq.build import instantiate_part, plain
 from seq2seq.checkpoint import (
     FORMAT_VERSION,
     capture_rng_states,
@@ -51,6 +51,7 @@ from seq2seq.checkpoint import (
 )
 from seq2seq.data.batching import Batch, TokenBatchSampler, collate
 from seq2seq.decoding import SearchSettings, translate_ids
+from seq2seq.flops import training_flops
 from seq2seq.metrics import corpus_scores
 from seq2seq.models.model import Seq2Seq
 from seq2seq.special_tokens import PAD_ID
@@ -125,6 +126,11 @@ class Progress:
     stopped_early: bool = False
     skipped_steps: int = 0  # updates skipped for a non-finite loss or gradient norm
     nonfinite_streak: int = 0  # of which in a row, up to now
+    train_flops: int = 0  # analytic training FLOPs of every batch trained on, all ranks
+
+    @property
+    def train_tflop(self) -> float:
+        return self.train_flops / 1e12
 
 
 class Trainer:
@@ -165,6 +171,10 @@ class Trainer:
             else self._forward_loss
         )
         self.train_losses: list[float] = []  # smoothed loss per update, for tests and logs
+        # Analytic FLOPs of each batch (`seq2seq.flops`), from the config as plain data.
+        self._flop_config = plain(cfg)
+        self._vocab_sizes = (data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
+        self._update_flops = 0  # of the update in progress, on this rank
         self.valid_split = _evenly_spaced(data.valid, self.tcfg.valid_max_sentences)
         # Weights at the last `average_last` validations, for checkpoint averaging.
         self.snapshots: deque[dict[str, torch.Tensor]] = deque(
@@ -194,7 +204,7 @@ class Trainer:
         `last.pt` at the step boundary that followed the signal, and TrainingDiverged when
         `trainer.max_nonfinite_steps` updates in a row were not finite."""
         show = self.cfg.logging.progress_bar and self.ranks.is_main
-        display = ProgressDisplay(self.tcfg.max_steps, enabled=show)
+        display = ProgressDisplay(self.tcfg.max_steps, self.tcfg.max_minutes, enabled=show)
         display.update(self.progress.step, {})
         self._clock_start = time.perf_counter() - self.progress.train_seconds
         with StopRequest() as stop:
@@ -232,6 +242,7 @@ class Trainer:
             self.progress.epoch, self.progress.position = cursor  # the update is done
             self.progress.train_seconds = time.perf_counter() - self._clock_start
             if applied:
+                display.advance(self.progress.step, self.progress.train_seconds)
                 self._log_step(window, display)
             stopping = self._stop_requested(stop)
             if applied and not stopping and self._validation_due():
@@ -278,16 +289,26 @@ class Trainer:
         batch = collate([self.data.train.examples[i] for i in batch_indices], batch_indices)
         batch = batch.to(self.device)
         loss_sum, nll_sum = self.train_step(batch)
+        self._update_flops += self.batch_flops(batch)
         window.add(loss_sum, nll_sum, batch)
         window.micro_batches += 1
         if window.micro_batches % self.tcfg.accumulate != 0:
             return None
         applied, grad_norm = self.update(window.update_loss)
+        # The compute was spent, applied or skipped; every rank trained on a batch like it.
+        self.progress.train_flops += self._update_flops * self.ranks.world_size
+        self._update_flops = 0
         if applied:
             window.commit(grad_norm)
         else:
             window.discard()
         return applied
+
+    def batch_flops(self, batch: Batch) -> int:
+        """Analytic training FLOPs (forward + backward, `seq2seq.flops`) of one batch's
+        padded shapes. Scheduled sampling's extra forward pass is not counted."""
+        shapes = (len(batch), batch.src.size(1), batch.tgt_in.size(1))
+        return training_flops(self._flop_config, *shapes, *self._vocab_sizes)
 
     def train_step(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Forward and backward on one batch; returns the summed (smoothed loss, NLL)."""
@@ -370,10 +391,11 @@ class Trainer:
             return
         stats = window.flush(self.schedule.lr)
         stats["train/skipped_steps"] = self.progress.skipped_steps
+        stats["train/tflop"] = self.progress.train_tflop
         self.train_losses.append(stats["train/loss"])
         self.logger.scalars(stats, step)
         self.metrics.write(step, {**stats, "epoch": self.progress.epoch})
-        display.update(step, {**stats, "epoch": self.progress.epoch})
+        display.update(step, {**stats, "epoch": self.progress.epoch}, self.progress.best_bleu)
 
     # ------------------------------------------------------------------ validation
 
@@ -386,6 +408,7 @@ class Trainer:
         if self.tcfg.average_last > 1 and self.ranks.is_main:
             self.snapshots.append(_copy_weights(self.model))
         self.logger.scalars({f"valid/{k}": v for k, v in metrics.items()}, step)
+        self.logger.scalars({"train/tflop": self.progress.train_tflop}, step)
         self.schedule.on_validation(metrics["bleu"])
         if metrics["bleu"] > self.progress.best_bleu:
             self.progress.best_bleu, self.progress.best_step = metrics["bleu"], step
