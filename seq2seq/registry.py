@@ -1,9 +1,9 @@
 """One identity per component: its name, schema, builder and FLOP formula, registered once.
 
 A component is one choice of a config group: an attention score (`dot`, `additive`, ...),
-an attention region (`soft`, `hard`, `local`), an attention class (`attention`, `none`),
-an encoder or decoder family (`rnn`, `cnn`, `transformer`) or a learning-rate schedule
-(`inverse_sqrt`, `cosine`, `plateau`). Its class registers it with a decorator (the
+an attention region (`soft`, `sparsemax`, `entmax15`, `hard`, `local`), an attention class
+(`attention`, `none`), an encoder or decoder family (`rnn`, `cnn`, `transformer`) or a
+learning-rate schedule (`inverse_sqrt`, `cosine`, `plateau`). Its class registers it with a decorator (the
 fairseq pattern), and everything else (the model builder, the Hydra schemas, the FLOP
 counts, run titles, the trainer, the tests) looks it up here instead of matching strings::
 

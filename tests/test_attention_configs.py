@@ -29,6 +29,8 @@ ATTENTION_KEYS = {
 EXPECTED = {
     "local": dict(score="general", region="local", local_mode="predictive", heads=1),
     "hard": dict(score="additive", region="hard", heads=1),
+    "sparsemax": dict(score="additive", region="sparsemax", heads=1),
+    "entmax15": dict(score="additive", region="entmax15", heads=1),
     "multihead": dict(score="scaled_dot", region="soft", heads=4),
 }
 

@@ -1,14 +1,19 @@
-"""Regions (soft, hard, local), masks and causality: which keys get weight, and how much."""
+"""Regions (soft, sparsemax, entmax15, hard, local), masks and causality: which keys get
+weight, and how much."""
 
 from __future__ import annotations
 
+import itertools
 import math
+from functools import partial
 
 import pytest
+import test_decoders
 import torch
 
 from seq2seq import registry
 from seq2seq.models.attention import Attention
+from seq2seq.models.attention.regions import build_region
 
 BATCH, TGT, SRC = 2, 3, 7
 MASK = torch.tensor([[True] * 7, [True] * 4 + [False] * 3])  # row 1 has 4 real keys
@@ -17,6 +22,8 @@ MASK = torch.tensor([[True] * 7, [True] * 4 + [False] * 3])  # row 1 has 4 real 
 # every registered region has some).
 REGION_CASES = {
     "soft": [{}],
+    "sparsemax": [{}],
+    "entmax15": [{}],
     "hard": [{}],
     "local": [dict(local_mode="predictive", window=2), dict(local_mode="monotonic", window=1)],
 }
@@ -52,10 +59,10 @@ def test_masked_keys_get_exactly_zero_weight(settings, heads, training):
     assert torch.all(weights >= 0) and torch.all(weights.sum(-1) <= 1 + 1e-6)
 
 
-@pytest.mark.parametrize("settings", [dict(region="soft"), dict(region="hard")])
-def test_soft_and_hard_weights_sum_to_one_over_real_keys(settings):
+@pytest.mark.parametrize("region", ["soft", "sparsemax", "entmax15", "hard"])
+def test_weights_sum_to_one_over_real_keys(region):
     torch.manual_seed(0)
-    attention = Attention(5, 5, 3, score="general", **settings)
+    attention = Attention(5, 5, 3, score="general", region=region)
     _, weights = attention(*make_inputs(2), MASK)
     torch.testing.assert_close(weights.sum(-1), torch.ones(BATCH, 1, TGT))
 
@@ -113,6 +120,89 @@ def test_hard_training_samples_one_key_from_the_softmax_and_passes_gradients():
     assert query.grad.abs().sum() > 0
 
 
+SPARSE = ["sparsemax", "entmax15"]
+
+
+def sparsemax_reference(scores: list[float]) -> list[float]:
+    """Martins & Astudillo 2016 in closed form: `p_j = max(s_j − τ, 0)`, `τ = (Σ_{i<=k} s_(i)
+    − 1) / k` over the sorted scores, k the largest with `1 + k s_(k) > Σ_{i<=k} s_(i)`."""
+    ordered = sorted(scores, reverse=True)
+    prefix = [sum(ordered[:k]) for k in range(1, len(ordered) + 1)]
+    k = max(k for k in range(1, len(ordered) + 1) if 1 + k * ordered[k - 1] > prefix[k - 1])
+    tau = (prefix[k - 1] - 1) / k
+    return [max(score - tau, 0.0) for score in scores]
+
+
+def entmax15_reference(scores: list[float]) -> list[float]:
+    """1.5-entmax (Peters et al. 2019) by bisection on τ: `p_j = max(s_j / 2 − τ, 0)²` with
+    Σ p_j = 1; the sum falls as τ rises, from >= 1 at max(s)/2 − 1 to 0 at max(s)/2."""
+    halves = [score / 2 for score in scores]
+    low, high = max(halves) - 1, max(halves)
+    for _ in range(100):
+        tau = (low + high) / 2
+        if sum(max(half - tau, 0.0) ** 2 for half in halves) > 1:
+            low = tau
+        else:
+            high = tau
+    return [max(half - high, 0.0) ** 2 for half in halves]
+
+
+REFERENCES = {"sparsemax": sparsemax_reference, "entmax15": entmax15_reference}
+
+
+@pytest.mark.parametrize("region", SPARSE)
+def test_sparse_regions_give_exact_zeros_and_skip_masked_keys(region):
+    double = dict(dtype=torch.float64)
+    query = torch.tensor([[[1.0, 0, 0], [2.0, 0, 0]]], **double)  # (1, 2, 3): scores s and 2s
+    scores = [1.0, 0.6, 0.2, -0.4, -1.5, 0.9, 9.0]  # key 6 scores best ...
+    keys = torch.tensor([[[score, 0, 0] for score in scores]], **double)  # (1, 7, 3)
+    mask = torch.tensor([[True] * 5 + [False] * 2])  # ... but keys 5 and 6 are padding
+    _, weights = Attention(3, 3, score="dot", region=region)(query, keys, keys, mask)
+    for row, scale in enumerate([1, 2]):
+        expected = REFERENCES[region]([scale * score for score in scores[:5]]) + [0.0, 0.0]
+        assert weights[0, 0, row].tolist() == pytest.approx(expected, abs=1e-12)
+        assert (weights[0, 0, row] == 0).tolist() == [share == 0 for share in expected]
+        assert 0 < sum(share == 0 for share in expected[:5]) < 4  # sparse, not one-hot
+    assert sparsemax_reference(scores[:5])[:3] == pytest.approx([0.7, 0.3, 0.0])
+
+
+@pytest.mark.parametrize("region", SPARSE)
+def test_sparse_regions_match_their_references_on_random_scores(region):
+    generator = torch.Generator().manual_seed(11)
+    scores = 2 * torch.randn(BATCH, 2, TGT, SRC, generator=generator, dtype=torch.float64)
+    visible = MASK[:, None, None, :]  # (batch, 1, 1, src_len)
+    weights = build_region(region, 5, 2)(scores, visible, None, None, None)
+    for b, h, t in itertools.product(range(BATCH), range(2), range(TGT)):
+        row = weights[b, h, t]
+        expected = REFERENCES[region](scores[b, h, t][MASK[b]].tolist())
+        torch.testing.assert_close(row[MASK[b]], torch.tensor(expected, dtype=torch.float64))
+        assert torch.all(row[~MASK[b]] == 0) and row.sum().item() == pytest.approx(1.0)
+    assert (weights == 0).any(dim=-1)[0].all()  # every row of 7 real keys has exact zeros
+
+
+@pytest.mark.parametrize("region", SPARSE)
+def test_sparse_regions_never_take_the_fused_kernel(region):
+    attention = Attention(6, 6, 6, score="scaled_dot", region=region, heads=2)
+    assert not attention.uses_fused_kernel
+    context, weights = attention(*make_inputs(12, 6, 6, 6), MASK, need_weights=False)
+    assert weights is not None
+    torch.testing.assert_close(context, attention(*make_inputs(12, 6, 6, 6), MASK)[0])
+
+
+@pytest.mark.parametrize("region", SPARSE)
+@pytest.mark.parametrize("decoder", list(test_decoders.DECODERS))
+def test_every_decoder_steps_with_sparse_regions_as_in_teacher_forcing(
+    decoder, region, monkeypatch
+):
+    """tests/test_decoders.py's incremental == full check (and, for one decoder per family,
+    its source-padding check) with a sparse region."""
+    attention = partial(Attention, score="general", region=region)
+    monkeypatch.setitem(test_decoders.ATTENTIONS, region, attention)
+    test_decoders.test_step_by_step_equals_teacher_forcing(decoder, region)
+    if decoder in ("gru-bahdanau-feed", "lstm-luong-nofeed", "cnn", "transformer"):
+        test_decoders.test_source_padding_changes_nothing(decoder, region)
+
+
 def test_local_monotonic_window_is_centred_on_the_clipped_position():
     torch.manual_seed(0)
     window = 1
@@ -156,9 +246,17 @@ def test_local_predictive_matches_luong_equations():
             torch.testing.assert_close(weights[b, 0, t], expected)
 
 
-def test_gradcheck_local_predictive_and_gradient_reaches_the_position_predictor():
+@pytest.mark.parametrize(
+    ("settings", "learning"),
+    [
+        (dict(region="local", window=2), "region.centre_out"),  # local-p's position predictor
+        (dict(region="sparsemax"), "score.key_map.weight"),
+        (dict(region="entmax15"), "score.key_map.weight"),
+    ],
+)
+def test_gradcheck_and_the_gradient_reaches_the_parameters(settings, learning):
     torch.manual_seed(7)
-    attention = Attention(3, 5, 3, score="general", region="local", window=2).double()
+    attention = Attention(3, 5, 3, score="general", **settings).double()
     generator = torch.Generator().manual_seed(8)
     query = torch.randn(2, 3, 3, dtype=torch.float64, generator=generator, requires_grad=True)
     keys = torch.randn(2, 7, 5, dtype=torch.float64, generator=generator, requires_grad=True)
@@ -167,7 +265,7 @@ def test_gradcheck_local_predictive_and_gradient_reaches_the_position_predictor(
         lambda q, k, v: attention(q, k, v, MASK)[0], (query, keys, values)
     )
     attention(query, keys, values, MASK)[0].sum().backward()
-    assert attention.region.centre_out.grad.abs().sum() > 0
+    assert attention.get_parameter(learning).grad.abs().sum() > 0
 
 
 def test_local_rejects_bad_settings():
@@ -196,6 +294,8 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
         dict(score="additive"),
         dict(score="scaled_dot", heads=4),
         dict(score="general", region="local"),
+        dict(score="additive", region="sparsemax"),
+        dict(score="scaled_dot", region="entmax15", heads=4),
     ],
 )
 @pytest.mark.parametrize("need_weights", [True, False])

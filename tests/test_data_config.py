@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
 from seq2seq.data.config import DataConfig
+from seq2seq.data.presets import CHECKPOINT_DATA_FIELDS
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
@@ -94,3 +96,9 @@ def test_tatoeba_configs_pin_the_sha256_of_the_mirrored_corpus(corpus_mirror):
     en_zh = OmegaConf.load(CONFIG_DIR / "data" / "tatoeba_en_zh.yaml")
     digest = hashlib.sha256((corpus_mirror / "cmn-eng.zip").read_bytes()).hexdigest()
     assert zh_en.sha256 == en_zh.sha256 == digest
+
+
+def test_vocab_cap_is_off_by_default_and_taken_from_a_checkpoint():
+    assert DataConfig().vocab_cap is False and DataConfig(vocab_cap=True).vocab_cap is True
+    assert "vocab_cap" in CHECKPOINT_DATA_FIELDS  # it decides how the subwords are cut
+    assert set(CHECKPOINT_DATA_FIELDS) <= {field.name for field in fields(DataConfig)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import zipfile
 
@@ -9,8 +10,10 @@ import pytest
 import sentencepiece as spm
 
 from seq2seq.data.config import DataConfig
+from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import MIRROR_ENV
 from seq2seq.data.prepare import prepare
+from seq2seq.data.tokenizer import VocabularySizeError
 
 LEXICON = {"I": "我", "you": "你", "see": "看", "like": "喜欢", "cats": "猫", "dogs": "狗",
            "tea": "茶", "Tom": "汤姆", "big": "大", "red": "红", "eat": "吃", "rice": "米饭"}  # fmt: skip
@@ -103,3 +106,34 @@ def test_prepare_accepts_a_plain_mapping(tmp_path, mirror, monkeypatch):
     monkeypatch.setenv(MIRROR_ENV, str(mirror))
     values = vars(config(tmp_path))
     assert prepare(values).summary["valid_size"] == 20
+
+
+def test_a_too_large_vocabulary_stops_with_the_largest_size(tmp_path, mirror, monkeypatch):
+    monkeypatch.setenv(MIRROR_ENV, str(mirror))
+    with pytest.raises(VocabularySizeError, match=r"data.tgt_vocab_size=4000 is too large.*"):
+        prepare(config(tmp_path, tgt_vocab_size=4000))
+
+
+def test_vocab_cap_uses_the_largest_size_with_a_warning_and_the_cache(
+    tmp_path, mirror, monkeypatch, trainings, caplog
+):
+    monkeypatch.setenv(MIRROR_ENV, str(mirror))
+    cfg = config(tmp_path, tgt_vocab_size=4000, vocab_cap=True)
+    summaries = []
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="seq2seq.data.prepare"):
+            summaries.append(prepare(cfg).summary)
+        used = summaries[-1]["tgt_vocab_size"]
+        (warning,) = [r.getMessage() for r in caplog.records if "vocab_cap" in r.getMessage()]
+        assert warning.startswith("data.vocab_cap=true: data.tgt_vocab_size=4000 is more")
+        assert f"using {used} pieces" in warning
+    assert 30 < used < 4000 and summaries[0] == summaries[1]
+    assert summaries[0]["src_vocab_size"] == 30  # the side that fits is not touched
+    assert len(trainings) == 3  # src, tgt refused at 4000, tgt at the largest; then cached
+
+
+def test_too_few_pairs_for_valid_and_test_is_a_corpus_error(tmp_path, mirror, monkeypatch):
+    monkeypatch.setenv(MIRROR_ENV, str(mirror))
+    with pytest.raises(CorpusError, match="data.valid_size \\+ data.test_size"):
+        prepare(config(tmp_path, valid_size=200, test_size=200))

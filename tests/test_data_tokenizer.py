@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
 import sentencepiece as spm
 
+from seq2seq.data.corpus import CorpusError
 from seq2seq.data.tokenizer import (
+    CAP_NOTE_SUFFIX,
     SubwordTokenizer,
     SymbolTokenizer,
+    VocabularySizeError,
     spm_settings,
     tokenizer_from_bytes,
 )
@@ -106,6 +110,48 @@ def test_bytes_round_trip(tmp_path):
 def test_too_large_vocabulary_names_the_setting(tmp_path):
     with pytest.raises(ValueError, match=r"data.tgt_vocab_size=5000 is too large.*at most \d+"):
         train_english(tmp_path, vocab_size=5000, vocab_key="data.tgt_vocab_size")
+
+
+def test_too_large_vocabulary_error_states_the_largest_size_and_is_a_corpus_error(tmp_path):
+    with pytest.raises(VocabularySizeError) as caught:
+        train_english(tmp_path, vocab_size=5000)
+    largest = caught.value.largest
+    assert isinstance(caught.value, CorpusError) and 4 < largest < 5000
+    assert f"at most {largest} pieces" in str(caught.value)
+    assert train_english(tmp_path, vocab_size=largest).vocab_size == largest  # it is reachable
+
+
+def test_capped_vocabulary_is_the_largest_size_and_cached_under_that_size(
+    tmp_path, training_counter
+):
+    capped = train_english(tmp_path, vocab_size=5000, vocab_cap=True)
+    used = capped.vocab_size
+    assert 4 < used < 5000
+    assert training_counter == [5000, used]  # the refused size, then the largest
+    (note,) = tmp_path.glob(f"spm_en_*{CAP_NOTE_SUFFIX}")
+    assert json.loads(note.read_text()) == {"asked": 5000, "used": used}
+
+    again = train_english(tmp_path, vocab_size=5000, vocab_cap=True)
+    assert training_counter == [5000, used]  # the note leads to the cached model
+    assert again.to_bytes() == capped.to_bytes()
+    same_size = train_english(tmp_path, vocab_size=used)  # the key is the size used
+    assert training_counter == [5000, used] and same_size.to_bytes() == capped.to_bytes()
+    assert len(list(tmp_path.glob("spm_en_*.model"))) == 1
+
+
+def test_a_reachable_size_is_not_capped_and_shares_the_uncapped_model(tmp_path, training_counter):
+    capped = train_english(tmp_path, vocab_size=30, vocab_cap=True)
+    assert capped.vocab_size == 30
+    assert train_english(tmp_path).to_bytes() == capped.to_bytes()
+    assert training_counter == [30]
+    assert not list(tmp_path.glob(f"*{CAP_NOTE_SUFFIX}"))
+
+
+def test_too_small_a_vocabulary_is_not_capped(tmp_path):
+    texts = [chr(0x4E00 + i) * 3 for i in range(300)]  # 300 distinct characters
+    with pytest.raises(VocabularySizeError, match="too small") as caught:
+        SubwordTokenizer.train(texts, lang="zh", vocab_size=50, folder=tmp_path, vocab_cap=True)
+    assert caught.value.largest is None
 
 
 def test_chinese_has_no_dummy_prefix_piece(tmp_path):

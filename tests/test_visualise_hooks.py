@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import random
 import re
 import unicodedata
 from dataclasses import replace
@@ -20,6 +22,8 @@ from seq2seq.training.hooks import ValidationContext
 from seq2seq.training.logger import RunLogger
 from seq2seq.visualise.hooks import (
     ACCURACY_TAG,
+    SAMPLE_MAX_PIECES,
+    SAMPLE_SHOWN,
     TOY_SHOWN,
     AlignmentHook,
     alignment_hooks,
@@ -164,3 +168,50 @@ def test_image_tags_keep_letters_of_any_script_and_drop_the_rest():
     assert image_tag(3, "我爱中国。") == "alignment/03_我爱中国"
     assert image_tag(12, "Do you like cats?") == "alignment/12_Do_you_like"
     assert image_tag(0, "c a d") == "alignment/00_c_a_d"
+
+
+KOREAN = {"I": "나는", "you": "너를", "see": "본다", "like": "좋아한다", "cats": "고양이를",
+          "dogs": "개를", "tea": "차를", "Tom": "톰은", "eat": "먹는다", "rice": "밥을"}  # fmt: skip
+
+
+def korean_corpus(path, count: int = 240) -> None:
+    """A Tatoeba-format file (English<TAB>Korean<TAB>attribution); every fourth pair long."""
+    rng = random.Random(0)
+    lines = []
+    for index in range(count):
+        words = rng.choices(list(KOREAN), k=rng.randint(14, 18) if index % 4 == 0 else 3)
+        korean = " ".join(KOREAN[word] for word in words)
+        lines.append(f"{' '.join(words)}.\t{korean}.\tCC-BY 2.0 (France) #{index}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_a_pair_without_probes_shows_short_valid_sentences_without_accuracy(tmp_path, caplog):
+    korean_corpus(tmp_path / "kor.txt")
+    overrides = ["data=tatoeba_zh_en", "data.name=tatoeba_ko_en", "data.src_lang=ko",
+                 f"data.url={(tmp_path / 'kor.txt').as_uri()}", "data.member=''",
+                 "data.sha256=null", f"data.root={tmp_path / 'data'}", "data.valid_size=30",
+                 "data.test_size=30", "data.vocab_cap=true"]  # fmt: skip
+    cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
+    assert probes_for("ko", "en") == [] and cfg.logging.probe_file is None
+    data = prepare(plain(cfg.data))
+    with caplog.at_level(logging.INFO, logger="seq2seq.visualise.hooks"):
+        (hook,) = alignment_hooks(cfg, data)
+    messages = [r.getMessage() for r in caplog.records if r.name == "seq2seq.visualise.hooks"]
+    context = _context(cfg, data, tmp_path, step=4)
+    hook(context)
+    context.logger.close()
+
+    short = [
+        line
+        for line in data.valid.src_lines
+        if len(data.src_tokenizer.encode(line)) <= SAMPLE_MAX_PIECES
+    ][:SAMPLE_SHOWN]
+    assert len(short) == SAMPLE_SHOWN and short != data.valid.src_lines[:SAMPLE_SHOWN]
+    assert [sentence.text for sentence in hook.shown] == short  # in split order
+    assert [sentence.text for sentence in alignment_hooks(cfg, data)[0].shown] == short
+    events = _events(tmp_path)
+    assert sorted(events.Tags()["images"]) == [image_tag(i, line) for i, line in enumerate(short)]
+    assert ACCURACY_TAG not in events.Tags()["scalars"]
+    (message,) = messages  # one line when the hook is made
+    assert message.startswith("no alignment probes for ko→en")
+    assert f"no {ACCURACY_TAG}" in message and message.endswith(" | ".join(short))

@@ -3,6 +3,7 @@
     seq2seq-translate CHECKPOINT "我爱中国。"            # sentences on the command line
     seq2seq-translate CHECKPOINT -i input.zh > out.en    # a file (or standard input)
     seq2seq-translate CHECKPOINT "我爱中国。" --show-attention --plot align.png
+    seq2seq-translate CHECKPOINT -i input.zh --alignments  # translation<TAB>0-0 1-2 ...
 
 Every problem with the options, the input or the checkpoint (a hostile or broken config,
 unreadable tokenisers) is one error line on stderr and exit code 2, never a traceback.
@@ -20,6 +21,8 @@ from typing import NoReturn, get_type_hints
 
 import torch
 
+from seq2seq.align.extract import AlignmentError, AlignSettings, translation_links
+from seq2seq.align.pharaoh import Links, format_links
 from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.decoding import SearchSettings, SearchSettingsError
@@ -117,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-i", "--input", type=Path, help="a file with one sentence per line")
     parser.add_argument("--show-attention", action="store_true", help="print alignment matrices")
     parser.add_argument("--plot", type=Path, help="save the first sentence's alignment as PNG")
+    parser.add_argument(
+        "--alignments",
+        action="store_true",
+        help="append a TAB and the word links (Pharaoh i-j) of each output, from its attention",
+    )
     return parser
 
 
@@ -164,6 +172,29 @@ def format_translation(translation: Translation, n_best: int) -> list[str]:
     ]
 
 
+def output_links(translator: Translator, translation: Translation) -> list[Links]:
+    """The word links of each output line of a translation (last layer, head mean, argmax);
+    an empty input line has one output without links."""
+    return translation_links(translator, translation, AlignSettings()) or [Links()]
+
+
+def print_translations(
+    translations: Sequence[Translation],
+    n_best: int,
+    links: Sequence[list[Links]] | None,
+    show: bool,
+) -> None:
+    """The output lines on stdout (each followed by a TAB and its links, when given) and,
+    with `show`, each sentence's attention matrix on stderr."""
+    for index, translation in enumerate(translations):
+        outputs = format_translation(translation, n_best)
+        if links is not None:
+            outputs = [f"{out}\t{format_links(found)}" for out, found in zip(outputs, links[index])]
+        print("\n".join(outputs))
+        if show and translation.source:
+            print(show_attention(translation), file=sys.stderr)
+
+
 def show_attention(translation: Translation) -> str:
     if not translation.hypotheses or translation.hypotheses[0].attention is None:
         return "(no attention weights: the model uses attention=none)"
@@ -182,12 +213,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     translator = load_translator(args, "seq2seq-translate")
     if translator is None:
         return 2
-    need_weights = args.show_attention or args.plot is not None
+    need_weights = args.show_attention or args.plot is not None or args.alignments
     translations = translator.translate(lines, settings, need_weights)
-    for translation in translations:
-        print("\n".join(format_translation(translation, settings.n_best)))
-        if args.show_attention and translation.source:
-            print(show_attention(translation), file=sys.stderr)
+    try:
+        links = [output_links(translator, t) for t in translations] if args.alignments else None
+    except AlignmentError as error:
+        print(f"seq2seq-translate: --alignments: {error}", file=sys.stderr)
+        return 2
+    print_translations(translations, settings.n_best, links, args.show_attention)
     if args.plot is not None and translations:
         return plot_first(translator, translations[0], args.plot)
     return 0

@@ -54,6 +54,10 @@ class DataConfig:
     src_vocab_size: int = 4000
     tgt_vocab_size: int = 4000
     model_type: str = "unigram"  # "unigram" | "bpe" | "char" | "word"
+    # A vocabulary size the training text cannot reach (sentencepiece makes fewer pieces from
+    # it): false stops with the largest possible size in the message; true uses that largest
+    # size, with a warning naming the size asked and the size used.
+    vocab_cap: bool = False
     # batching
     max_tokens: int = 4096  # batch_size * longest side (with EOS/BOS) never exceeds this
     max_len: int = 100  # longer training pairs (subwords) are dropped, valid/test ids cut

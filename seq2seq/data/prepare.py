@@ -17,6 +17,11 @@ pairs are never dropped (the evaluation sets keep their size): their ids are cut
 `data.max_len` pieces on each side, so decoding and the teacher-forced valid loss see at
 most that many positions, while their text lines, the BLEU references, stay whole. The
 summary counts the cut sentences (`valid_src_truncated`, ...).
+
+A vocabulary size larger than the training text supports stops preparation with a
+`VocabularySizeError` naming the key and the largest size; with `data.vocab_cap=true` that
+largest size is used instead, with a warning naming both sizes (see
+`seq2seq.data.tokenizer`), and the summary's `src_vocab_size` / `tgt_vocab_size` show it.
 """
 
 from __future__ import annotations
@@ -31,7 +36,13 @@ import numpy as np
 
 from seq2seq.data.batching import ParallelData
 from seq2seq.data.config import DataConfig
-from seq2seq.data.corpus import CorpusStats, Pair, read_pairs, traditional_to_simplified
+from seq2seq.data.corpus import (
+    CorpusError,
+    CorpusStats,
+    Pair,
+    read_pairs,
+    traditional_to_simplified,
+)
 from seq2seq.data.encode import encode_pairs, encode_pairs_cached
 from seq2seq.data.fetch import fetch, folder_lock
 from seq2seq.data.split import SplitPairs, split_pairs, write_split
@@ -83,7 +94,12 @@ def _prepare_parallel(cfg: DataConfig) -> PreparedData:
     )
     if cfg.max_pairs is not None:
         pairs = pairs[: cfg.max_pairs]
-    split = split_pairs(pairs, valid_size=cfg.valid_size, test_size=cfg.test_size, seed=cfg.seed)
+    try:
+        split = split_pairs(
+            pairs, valid_size=cfg.valid_size, test_size=cfg.test_size, seed=cfg.seed
+        )
+    except ValueError as error:  # valid + test sizes the corpus cannot fill
+        raise CorpusError(f"{corpus_path}: {error}") from error
     with folder_lock(folder):
         write_split(split, folder, cfg.src_lang, cfg.tgt_lang)
         src_tokenizer, tgt_tokenizer = _subword_tokenizers(cfg, split.train, folder)
@@ -119,32 +135,42 @@ def _subword_tokenizers(
     """Train (or reuse) sentencepiece on the training split: per side, or one joint model."""
     sources = [src for src, _ in train]
     targets = [tgt for _, tgt in train]
-    common = {"model_type": cfg.model_type, "folder": folder}
     if cfg.joint_vocab:
-        joint = SubwordTokenizer.train(
-            sources + targets,
-            lang=f"{cfg.src_lang}-{cfg.tgt_lang}",
-            vocab_size=cfg.src_vocab_size,
-            text_langs=[cfg.src_lang, cfg.tgt_lang],
-            vocab_key="data.src_vocab_size (the joint vocabulary size)",
-            **common,
+        joint_lang = f"{cfg.src_lang}-{cfg.tgt_lang}"
+        langs = [cfg.src_lang, cfg.tgt_lang]
+        joint = _subword_tokenizer(
+            cfg, sources + targets, joint_lang, "src_vocab_size", folder, text_langs=langs
         )
         return joint, joint
-    src = SubwordTokenizer.train(
-        sources,
-        lang=cfg.src_lang,
-        vocab_size=cfg.src_vocab_size,
-        vocab_key="data.src_vocab_size",
-        **common,
-    )
-    tgt = SubwordTokenizer.train(
-        targets,
-        lang=cfg.tgt_lang,
-        vocab_size=cfg.tgt_vocab_size,
-        vocab_key="data.tgt_vocab_size",
-        **common,
-    )
+    src = _subword_tokenizer(cfg, sources, cfg.src_lang, "src_vocab_size", folder)
+    tgt = _subword_tokenizer(cfg, targets, cfg.tgt_lang, "tgt_vocab_size", folder)
     return src, tgt
+
+
+def _subword_tokenizer(
+    cfg: DataConfig, texts: list[str], lang: str, size_key: str, folder: Path, **options: Any
+) -> SubwordTokenizer:
+    """One sentencepiece model of the size `data.<size_key>` asks for or, with
+    data.vocab_cap, of the largest size the text supports when that is less (a warning)."""
+    asked = getattr(cfg, size_key)
+    vocab_key = f"data.{size_key}" + (" (the joint vocabulary size)" if cfg.joint_vocab else "")
+    tokenizer = SubwordTokenizer.train(
+        texts,
+        lang=lang,
+        vocab_size=asked,
+        folder=folder,
+        model_type=cfg.model_type,
+        vocab_key=vocab_key,
+        vocab_cap=cfg.vocab_cap,
+        **options,
+    )
+    if tokenizer.vocab_size != asked:
+        log.warning(
+            "data.vocab_cap=true: %s=%d is more than the '%s' training text supports; "
+            "using %d pieces, the largest size it does",
+            vocab_key, asked, lang, tokenizer.vocab_size,
+        )  # fmt: skip
+    return tokenizer
 
 
 def _finish(

@@ -36,6 +36,7 @@ CHECKPOINT_DATA_FIELDS = (
     "src_vocab_size",
     "tgt_vocab_size",
     "model_type",
+    "vocab_cap",
     "max_tokens",
     "max_len",
     "toy_vocab_size",
@@ -75,7 +76,7 @@ def _load_preset(path: Path | Traversable) -> dict[str, Any]:
         merged = OmegaConf.merge(OmegaConf.structured(DataConfig), node)
         return OmegaConf.to_container(merged, resolve=True)
     except OmegaConfBaseException as error:
-        raise PresetError(f"--data: {path}: {_one_line(error)}") from error
+        raise PresetError(f"--data: {path}: {one_line(error)}") from error
 
 
 def split_data_config(stored: Mapping[str, Any], name: str | None, root: Path) -> DataConfig:
@@ -95,6 +96,6 @@ def split_data_config(stored: Mapping[str, Any], name: str | None, root: Path) -
         raise PresetError(str(error)) from error
 
 
-def _one_line(error: Exception) -> str:
+def one_line(error: Exception) -> str:
     """An error message on one line (a multi-line cause joined with '; ')."""
     return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())

@@ -7,6 +7,16 @@ Both share one small API (`encode`, `encode_many`, `decode`, `pieces`, `id_to_pi
 Subword models are trained on the training split only and cached as
 `spm_<lang>_<hash>.model`, the hash covering the training text and every setting: a second
 run reuses the file and a changed setting or text trains a new one.
+
+Vocabulary cap (`vocab_cap=True`): sentencepiece refuses a vocabulary larger than the text
+supports, and its error states the largest size it would accept ("Please set it to a value
+<= N"). With the cap that N is parsed and the model trained again at N, with the same hard
+limit, so it is exactly the model `vocab_size=N` gives and is cached under N's hash (the
+size used is in the key). A note `spm_<lang>_<hash of the asked settings>.cap.json` records
+N, so a later run goes straight to that model without the failing training. Parsing costs
+one extra training; bisection would cost about log2(asked) of them, and sentencepiece's
+`hard_vocab_limit=False` gives a size known only after training, under a trainer spec that
+differs from the one `vocab_size=N` records.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from typing import Protocol
 
 import sentencepiece as spm
 
+from seq2seq.data.corpus import CorpusError
 from seq2seq.data.languages import is_unspaced_cjk
 from seq2seq.special_tokens import (
     BOS_ID,
@@ -40,6 +51,19 @@ log = logging.getLogger(__name__)
 SPECIAL_PIECES = (PAD_PIECE, UNK_PIECE, BOS_PIECE, EOS_PIECE)  # in id order 0, 1, 2, 3
 NOT_DECODED_IDS = frozenset((PAD_ID, BOS_ID, EOS_ID))
 TOY_SYMBOLS = "abcdefghijklmnopqrstuvwxyz"
+CAP_NOTE_SUFFIX = ".cap.json"  # beside the asked model's name: the size the cap used
+# sentencepiece 0.2: "Vocabulary size too high (5000). Please set it to a value <= 39."
+TOO_LARGE = re.compile(r"vocab\w*\s+size\s+too\s+(?:high|large).*?<=\s*(\d+)", re.I | re.S)
+REQUIRED_CHARS = re.compile(r"smaller than required_chars\. (\d+) vs (\d+)")
+
+
+class VocabularySizeError(CorpusError):
+    """A vocabulary size the training text cannot give: too small for its characters, or
+    more pieces than it supports (`largest` is then the most it does)."""
+
+    def __init__(self, message: str, largest: int | None = None) -> None:
+        super().__init__(message)
+        self.largest = largest
 
 
 class Tokenizer(Protocol):
@@ -93,24 +117,47 @@ class SubwordTokenizer:
         model_type: str = "unigram",
         text_langs: Sequence[str] | None = None,
         vocab_key: str = "vocab_size",
+        vocab_cap: bool = False,
     ) -> SubwordTokenizer:
         """Train on `texts`, or load the cached model trained on the same text and settings.
 
         `text_langs` are the languages in `texts` (default `[lang]`; both for a joint model).
 
-        `vocab_key` names the setting in the error raised when `vocab_size` is larger than
-        the text allows (sentencepiece's hard limit, kept on purpose so that the vocabulary
-        is the size asked for; the message gives the largest possible size).
+        `vocab_key` names the setting in the VocabularySizeError raised when `vocab_size` is
+        larger than the text allows (sentencepiece's hard limit, kept on purpose so that the
+        vocabulary is the size asked for; the message gives the largest possible size).
+        With `vocab_cap` that largest size is used instead (module docstring): the
+        tokenizer's `vocab_size` then says which.
         """
         settings = spm_settings(vocab_size, model_type, text_langs or [lang])
-        path = Path(folder) / f"spm_{lang}_{training_hash(texts, settings)}.model"
+        path = model_path(folder, lang, texts, settings)
         if path.is_file():
             log.info("reusing the subword model %s", path)
             return cls.load(path, lang)
+        if vocab_cap:
+            return cls._train_capped(texts, settings, lang, path, vocab_key)
         model = _train_model(texts, settings, lang, vocab_key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomically(path, model)
-        log.info("trained the subword model %s", path)
+        _cache_model(path, model)
+        return cls.from_bytes(model, lang)
+
+    @classmethod
+    def _train_capped(
+        cls, texts: Sequence[str], asked: dict[str, object], lang: str, path: Path, vocab_key: str
+    ) -> SubwordTokenizer:
+        """The model of the largest size up to `asked`'s that the text supports, trained or
+        found through the cap note beside `path` (the asked model's cache file)."""
+        note = path.with_name(path.stem + CAP_NOTE_SUFFIX)
+        asked_size = int(asked["vocab_size"])
+        start = {**asked, "vocab_size": min(_noted_size(note) or asked_size, asked_size)}
+        capped_path = model_path(path.parent, lang, texts, start)
+        if capped_path.is_file():
+            log.info("reusing the subword model %s (capped, %s)", capped_path, note.name)
+            return cls.load(capped_path, lang)
+        used, model = _train_largest(texts, start, lang, vocab_key)
+        _cache_model(model_path(path.parent, lang, texts, used), model)
+        if used["vocab_size"] != asked_size:
+            note_text = json.dumps({"asked": asked_size, "used": used["vocab_size"]})
+            _write_atomically(note, note_text.encode())
         return cls.from_bytes(model, lang)
 
     @classmethod
@@ -145,6 +192,13 @@ class SubwordTokenizer:
         return self.processor.id_to_piece(int(index))
 
 
+def model_path(
+    folder: Path | str, lang: str, texts: Sequence[str], settings: dict[str, object]
+) -> Path:
+    """Where the model of `texts` under `settings` is cached: `spm_<lang>_<hash>.model`."""
+    return Path(folder) / f"spm_{lang}_{training_hash(texts, settings)}.model"
+
+
 def training_hash(texts: Sequence[str], settings: dict[str, object]) -> str:
     """Short sha256 of the training text, the settings and the sentencepiece version."""
     digest = hashlib.sha256()
@@ -152,6 +206,35 @@ def training_hash(texts: Sequence[str], settings: dict[str, object]) -> str:
     for text in texts:
         digest.update(text.encode("utf-8") + b"\n")
     return digest.hexdigest()[:16]
+
+
+def _cache_model(path: Path, model: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomically(path, model)
+    log.info("trained the subword model %s", path)
+
+
+def _noted_size(note: Path) -> int | None:
+    """The size a cap note records; None without a readable note (then train to find it)."""
+    try:
+        return int(json.loads(note.read_text(encoding="utf-8"))["used"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _train_largest(
+    texts: Sequence[str], settings: dict, lang: str, vocab_key: str
+) -> tuple[dict, bytes]:
+    """Train at `settings`, or again at the largest size sentencepiece says the text
+    supports; returns the settings used and the model. The size only ever goes down, so
+    this ends; an error without a smaller size is raised."""
+    while True:
+        try:
+            return settings, _train_model(texts, settings, lang, vocab_key)
+        except VocabularySizeError as error:
+            if error.largest is None or error.largest >= settings["vocab_size"]:
+                raise
+            settings = {**settings, "vocab_size": error.largest}
 
 
 def _train_model(texts: Sequence[str], settings: dict, lang: str, vocab_key: str) -> bytes:
@@ -178,19 +261,22 @@ def _train_model(texts: Sequence[str], settings: dict, lang: str, vocab_key: str
 
 
 def _vocab_error(error: RuntimeError, vocab_size: object, lang: str, vocab_key: str) -> Exception:
-    required = re.search(r"smaller than required_chars\. (\d+) vs (\d+)", str(error))
+    """sentencepiece's error as a VocabularySizeError naming `vocab_key`; others unchanged."""
+    required = REQUIRED_CHARS.search(str(error))
     if required is not None:
-        return ValueError(
+        return VocabularySizeError(
             f"{vocab_key}={vocab_size} is too small for the '{lang}' training text: its "
             f"characters alone need {required.group(2)} pieces; set {vocab_key} above that"
         )
-    limit = re.search(r"value <= (\d+)", str(error))
+    limit = TOO_LARGE.search(str(error))
     if limit is None:
         return error
-    return ValueError(
+    largest = int(limit.group(1))
+    return VocabularySizeError(
         f"{vocab_key}={vocab_size} is too large for the '{lang}' training text: sentencepiece "
-        f"can make at most {limit.group(1)} pieces from it; set {vocab_key} to "
-        f"{limit.group(1)} or less"
+        f"can make at most {largest} pieces from it; set {vocab_key} to {largest} or less, "
+        "or data.vocab_cap=true to use the largest size",
+        largest,
     )
 
 

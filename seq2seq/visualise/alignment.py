@@ -28,10 +28,11 @@ from dataclasses import dataclass
 
 import torch
 
-from seq2seq.data.batching import collate
+# The teacher-forced attention lives in seq2seq.align.attention (word alignments need it
+# and sit below this layer); its names stay importable from here.
+from seq2seq.align.attention import attention_summary as attention_summary
+from seq2seq.align.attention import teacher_forced_attention
 from seq2seq.data.toy import gold_alignment
-
-TEACHER_FORCING_BATCH = 64  # sentences per forward pass
 
 
 @dataclass(frozen=True)
@@ -80,47 +81,6 @@ def toy_links(task: str, src_len: int) -> list[Link]:
     """The gold links of a toy sentence of `src_len` symbols (EOS excluded)."""
     gold = gold_alignment(task, src_len)  # source position per target position
     return [Link(target, frozenset([source])) for target, source in enumerate(gold)]
-
-
-def attention_summary(attention: torch.Tensor) -> torch.Tensor:
-    """(..., layers, heads, tgt_len, src_len) → (..., tgt_len, src_len): last layer, head mean."""
-    return attention[..., -1, :, :, :].float().mean(dim=-3)
-
-
-@torch.no_grad()
-def teacher_forced_attention(
-    model: torch.nn.Module,
-    examples: Sequence[tuple[Sequence[int], Sequence[int]]],
-    device: torch.device,
-) -> list[torch.Tensor] | None:
-    """Attention summary of each `(src_ids, tgt_ids)` example (no specials) under teacher
-    forcing: (len(tgt) + 1, len(src) + 1) on the CPU, the EOS row and column included.
-
-    Runs in eval mode (no dropout, hard attention takes its argmax) and restores the
-    model's mode. None when the model has no attention weights (attention=none).
-    """
-    was_training = model.training
-    model.eval()
-    try:
-        matrices: list[torch.Tensor] = []
-        for start in range(0, len(examples), TEACHER_FORCING_BATCH):
-            chunk = examples[start : start + TEACHER_FORCING_BATCH]
-            summaries = _batch_attention(model, chunk, device)
-            if summaries is None:
-                return None
-            matrices.extend(summaries)
-        return matrices
-    finally:
-        model.train(was_training)
-
-
-def _batch_attention(model, examples, device) -> list[torch.Tensor] | None:
-    batch = collate(list(examples), list(range(len(examples)))).to(device)
-    _, attention = model(batch.src, batch.src_mask, batch.tgt_in, need_weights=True)
-    if attention is None:
-        return None
-    summary = attention_summary(attention).cpu()  # (batch, tgt_len, src_len)
-    return [summary[row, : len(tgt) + 1, : len(src) + 1] for row, (src, tgt) in enumerate(examples)]
 
 
 def toy_alignment_accuracy(

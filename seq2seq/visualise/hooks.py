@@ -4,14 +4,16 @@ After each validation the trainer calls `hook(context)` with a
 `seq2seq.training.hooks.ValidationContext` (model, device, logger, step). The alignment hook
 
 * translates its probe sentences greedily (corpus data: the probe list of
-  `seq2seq.visualise.probes`; toy data: the first few valid examples), draws the last
+  `seq2seq.visualise.probes`, or, for a language pair without one, the first short valid
+  sentences; toy data: the first few valid examples), draws the last
   attention layer of each and logs it as the image `alignment/<NN>_<start of the
   sentence>`: one tag per sentence, so TensorBoard's step slider under each image replays
   how that alignment formed. With several heads that image is the head mean, one panel
   large enough to read in TensorBoard's image card, and `alignment_heads/<NN>_...` holds
   every head beside their mean;
 * logs `valid/alignment_accuracy` (`seq2seq.visualise.alignment`), teacher-forced on the
-  probes' references (corpus) or on the valid split (toy).
+  probes' references (corpus) or on the valid split (toy). The valid sentences shown for a
+  pair without probes have no gold links, so they get images only.
 
 Models with attention=none get no hook: they have no weights to show or score.
 """
@@ -48,6 +50,8 @@ log = logging.getLogger(__name__)
 
 TOY_SHOWN = 3  # valid examples drawn for the toy tasks
 TOY_SCORED = 500  # valid examples scored for the toy tasks
+SAMPLE_SHOWN = 6  # valid sentences drawn for a language pair without probes
+SAMPLE_MAX_PIECES = 12  # ... each with at most this many source pieces
 TAG_TEXT_CHARS = 12  # characters of the sentence in an image tag
 ACCURACY_TAG = "valid/alignment_accuracy"
 
@@ -146,20 +150,17 @@ class AlignmentHook:
 
 
 def alignment_hooks(cfg: DictConfig, data: Any) -> list[AlignmentHook]:
-    """The hooks for a run: none without attention, toy examples or corpus probes."""
+    """The hooks for a run: none without attention, toy examples or corpus probes (short
+    valid sentences, unscored, for a pair without probes)."""
     if registry.of_node("attention", cfg.attention).name == "none":
         return []
     run_config = plain(cfg)
     if cfg.data.kind == "toy":
         return [toy_hook(cfg.data.toy_task, data, run_config)]
     probes = probes_for(cfg.data.src_lang, cfg.data.tgt_lang, cfg.logging.probe_file)
-    if not probes:
-        log.info(
-            "no alignment probes for %s→%s: set logging.probe_file to show alignments",
-            cfg.data.src_lang, cfg.data.tgt_lang,
-        )  # fmt: skip
-        return []
-    return [probe_hook(probes, data, run_config)]
+    if probes:
+        return [probe_hook(probes, data, run_config)]
+    return sample_hooks(cfg, data, run_config)
 
 
 def probe_hook(probes: list, data: Any, run_config: Mapping[str, Any]) -> AlignmentHook:
@@ -185,16 +186,53 @@ def toy_hook(task: str, data: Any, run_config: Mapping[str, Any]) -> AlignmentHo
     examples = [(list(src), list(tgt)) for src, tgt in data.valid.examples[:TOY_SCORED]]
     lines = data.valid.src_lines
     shown = [
-        ShownSentence(
-            image_tag(index, lines[index]),
-            lines[index],
-            src,
-            [data.src_tokenizer.id_to_piece(i) for i in src] + [EOS_PIECE],
-        )
+        shown_sentence(index, lines[index], src, data.src_tokenizer)
         for index, (src, _) in enumerate(examples[:TOY_SHOWN])
     ]
     links = [toy_links(task, len(src)) for src, _ in examples]
     return AlignmentHook(shown, examples, links, data.tgt_tokenizer, run_config)
+
+
+def sample_hooks(cfg: DictConfig, data: Any, run_config: Mapping[str, Any]) -> list[AlignmentHook]:
+    """For a pair without probes: draw `sample_sentences`, score nothing (no gold links)."""
+    pair = f"{cfg.data.src_lang}→{cfg.data.tgt_lang}"
+    shown = sample_sentences(data)
+    if not shown:
+        log.info(
+            "no alignment probes for %s and no valid sentence of at most %d source pieces: "
+            "no alignment images (set logging.probe_file to show some)",
+            pair, SAMPLE_MAX_PIECES,
+        )  # fmt: skip
+        return []
+    texts = " | ".join(sentence.text for sentence in shown)
+    log.info(
+        "no alignment probes for %s: drawing instead the first %d valid sentences of at most "
+        "%d source pieces; they have no gold links, so only their images are logged, no %s "
+        "(set logging.probe_file to score alignments): %s",
+        pair, len(shown), SAMPLE_MAX_PIECES, ACCURACY_TAG, texts,
+    )  # fmt: skip
+    return [AlignmentHook(shown, [], [], data.tgt_tokenizer, run_config)]
+
+
+def sample_sentences(data: Any) -> list[ShownSentence]:
+    """The first SAMPLE_SHOWN valid sentences, in split order, whose whole source has at
+    most SAMPLE_MAX_PIECES pieces (encoded again: valid ids may be cut to data.max_len)."""
+    shown: list[ShownSentence] = []
+    for line in data.valid.src_lines:
+        source_ids = data.src_tokenizer.encode(line)
+        if 0 < len(source_ids) <= SAMPLE_MAX_PIECES:
+            shown.append(shown_sentence(len(shown), line, source_ids, data.src_tokenizer))
+        if len(shown) == SAMPLE_SHOWN:
+            break
+    return shown
+
+
+def shown_sentence(
+    index: int, text: str, source_ids: list[int], tokenizer: Tokenizer
+) -> ShownSentence:
+    """A valid sentence to draw, its pieces read back from its ids (EOS added)."""
+    pieces = [tokenizer.id_to_piece(i) for i in source_ids] + [EOS_PIECE]
+    return ShownSentence(image_tag(index, text), text, list(source_ids), pieces)
 
 
 def heads_tag(tag: str) -> str:

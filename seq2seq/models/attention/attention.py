@@ -3,7 +3,7 @@
 The three axes of the notes are independent and chosen by name:
 
 * score (打分函数): dot, scaled_dot, general, additive, cosine   -> `scores.py`
-* region (计算区域): soft, hard, local                            -> `regions.py`
+* region (计算区域): soft, sparsemax, entmax15, hard, local       -> `regions.py`
 * structure (结构层次): one head, or `heads` heads                -> here
 
 For every query, `context = Σ_j α_j v_j` with `α = region(score(q, k_j))`

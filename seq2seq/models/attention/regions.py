@@ -1,8 +1,11 @@
 """Regions: which keys get weight and how scores become weights ("计算区域" in the notes).
 
-* soft:  a softmax over every visible key.
-* hard:  exactly one key gets weight 1.
-* local: a softmax inside a window of 2D+1 keys around a centre (Luong et al. 2015, §3.2).
+* soft:      a softmax over every visible key.
+* sparsemax: a Euclidean projection onto the simplex: keys far below the best get exactly 0
+             (Martins & Astudillo 2016).
+* entmax15:  1.5-entmax, between softmax and sparsemax (Peters, Niculae & Martins 2019).
+* hard:      exactly one key gets weight 1.
+* local:     a softmax inside a window of 2D+1 keys around a centre (Luong et al. 2015, §3.2).
 
 Every region maps scores `(batch, heads, tgt_len, src_len)` and the bool `visible`
 `(batch or 1, 1, tgt_len, src_len)` (True = the query may see the key) to weights of the
@@ -19,6 +22,7 @@ from __future__ import annotations
 import math
 from enum import Enum
 
+import entmax
 import torch
 from torch import nn
 
@@ -39,6 +43,28 @@ def masked_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
     """
     filled = scores.masked_fill(~visible, torch.finfo(scores.dtype).min)
     return torch.softmax(filled, dim=-1).masked_fill(~visible, 0.0)
+
+
+ENTMAX = {2.0: entmax.sparsemax, 1.5: entmax.entmax15}  # α -> the entmax package's function
+
+
+def masked_entmax(scores: torch.Tensor, visible: torch.Tensor, alpha: float) -> torch.Tensor:
+    """α-entmax (α = 2: sparsemax, α = 1.5: entmax15) over visible keys, exactly 0 elsewhere.
+
+    `p_j = [(α − 1) s_j − τ]_+^{1/(α−1)}` with τ such that Σ p = 1; every p_j is at most 1,
+    so `(α − 1) s_max − τ <= 1` and a key scoring more than `1/(α − 1)` below the best gets
+    exactly 0. Hidden keys are filled with a finite score `1/(α − 1) + 1` below the best
+    visible one: outside the support, they change no weight. (The entmax package fails on a
+    row of -inf, as `-inf − (-inf)` is NaN, and with the most negative float its sums
+    overflow.) A row with no visible key is constant, a harmless uniform result that is then
+    zeroed. Computed in at least float32, returned in the dtype of the scores.
+    """
+    dtype = torch.promote_types(scores.dtype, torch.float32)
+    wide = scores.to(dtype)
+    best = wide.masked_fill(~visible, torch.finfo(dtype).min).amax(dim=-1, keepdim=True)
+    floor = best.detach() - (1 / (alpha - 1) + 1)  # (batch, heads, tgt_len, 1)
+    weights = ENTMAX[alpha](torch.where(visible, wide, floor), dim=-1)
+    return weights.masked_fill(~visible, 0.0).to(scores.dtype)
 
 
 def one_hot_argmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
@@ -91,6 +117,43 @@ class SoftRegion(Region):
 
     def forward(self, scores, visible, query, query_positions, lengths):
         return masked_softmax(scores, visible)
+
+
+class EntmaxRegion(Region):
+    """Weights `p = α-entmax(s)` over the visible keys (Peters, Niculae & Martins 2019), α > 1
+    its parameter (not the attention weights):
+
+        α-entmax(s) = argmax_{p ∈ Δ} pᵀs + H_α(p),   H_α(p) = Σ_j (p_j − p_j^α) / (α(α − 1)),
+        p_j = [(α − 1) s_j − τ]_+^{1/(α−1)},   τ the threshold that makes Σ_j p_j = 1,
+
+    Δ the probability simplex and H_α the Tsallis entropy. α → 1 gives softmax and α = 2
+    sparsemax; for every α > 1 the keys scoring more than 1/(α − 1) below the best get
+    exactly 0. Never the fused kernel (`Attention.uses_fused_kernel` takes soft only).
+    """
+
+    alpha: float
+
+    def forward(self, scores, visible, query, query_positions, lengths):
+        return masked_entmax(scores, visible, self.alpha)
+
+
+@registry.register("region", "sparsemax")
+class SparsemaxRegion(EntmaxRegion):
+    """`p = sparsemax(s) = argmin_{p ∈ Δ} ‖p − s‖²` (Martins & Astudillo 2016): the Euclidean
+    projection of the scores onto the simplex, `p_j = [s_j − τ]_+`; with the scores sorted
+    `s_(1) >= s_(2) >= …`, `k = max{k : 1 + k s_(k) > Σ_{i<=k} s_(i)}` and
+    `τ = (Σ_{i<=k} s_(i) − 1) / k`. α-entmax with α = 2.
+    """
+
+    alpha = 2.0
+
+
+@registry.register("region", "entmax15")
+class Entmax15Region(EntmaxRegion):
+    """`p = 1.5-entmax(s)`, `p_j = [s_j / 2 − τ]_+²` (Peters, Niculae & Martins 2019): sparse
+    like sparsemax, with weights that fall off more smoothly; τ found exactly by sorting."""
+
+    alpha = 1.5
 
 
 @registry.register("region", "hard", options=("gumbel_tau",))

@@ -1,0 +1,76 @@
+"""A model's attention while it is fed a reference translation (teacher forcing).
+
+The model reads the source and the reference shifted right (BOS first), as in training,
+and returns its cross-attention weights α (layers, heads, tgt_len, src_len): α_t(s) is how
+much target position t looks at source position s (Bahdanau et al. 2015, eq. 6). The
+reference gives every model the same target positions, so alignments of different models
+and training steps compare (a model's own outputs would not line up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from seq2seq.data.batching import collate
+
+TEACHER_FORCING_BATCH = 64  # sentences per forward pass
+
+
+def attention_summary(attention: torch.Tensor) -> torch.Tensor:
+    """(..., layers, heads, tgt_len, src_len) → (..., tgt_len, src_len): last layer, head mean."""
+    return attention[..., -1, :, :, :].float().mean(dim=-3)
+
+
+@torch.no_grad()
+def teacher_forced_weights(
+    model: torch.nn.Module,
+    examples: Sequence[tuple[Sequence[int], Sequence[int]]],
+    device: torch.device,
+) -> list[torch.Tensor] | None:
+    """Every layer's and head's attention of each `(src_ids, tgt_ids)` example (no
+    specials) under teacher forcing: (layers, heads, len(tgt) + 1, len(src) + 1) in float32
+    on the CPU, the EOS row and column included.
+
+    Runs in eval mode (no dropout, hard attention takes its argmax) and restores the
+    model's mode. None when the model has no attention weights (attention=none).
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        matrices: list[torch.Tensor] = []
+        for start in range(0, len(examples), TEACHER_FORCING_BATCH):
+            chunk = examples[start : start + TEACHER_FORCING_BATCH]
+            weights = _batch_weights(model, chunk, device)
+            if weights is None:
+                return None
+            matrices.extend(weights)
+        return matrices
+    finally:
+        model.train(was_training)
+
+
+def teacher_forced_attention(
+    model: torch.nn.Module,
+    examples: Sequence[tuple[Sequence[int], Sequence[int]]],
+    device: torch.device,
+) -> list[torch.Tensor] | None:
+    """`attention_summary` (last layer, head mean) of each example under teacher forcing:
+    (len(tgt) + 1, len(src) + 1) on the CPU; None when the model has no attention."""
+    weights = teacher_forced_weights(model, examples, device)
+    if weights is None:
+        return None
+    return [attention_summary(sentence) for sentence in weights]
+
+
+def _batch_weights(model, examples, device) -> list[torch.Tensor] | None:
+    batch = collate(list(examples), list(range(len(examples)))).to(device)
+    _, attention = model(batch.src, batch.src_mask, batch.tgt_in, need_weights=True)
+    if attention is None:
+        return None
+    attention = attention.float().cpu()  # (batch, layers, heads, tgt_len, src_len)
+    return [
+        attention[row, :, :, : len(tgt) + 1, : len(src) + 1]
+        for row, (src, tgt) in enumerate(examples)
+    ]

@@ -1,0 +1,222 @@
+"""Word links from attention weights.
+
+The model's cross-attention α (tgt_len, src_len) is over subword pieces, the EOS row and
+column included. Choose one layer (default the last) and one head or the mean over the
+heads, then move to words (`seq2seq.align.words`):
+
+    w(j, i) = mean_{t ∈ pieces(j)}  Σ_{s ∈ pieces(i)} α_t(s)
+
+A source word's weight is the SUM over its pieces, the attention mass that falls on the
+word (a mean would favour words cut into few pieces); a target word's row is the MEAN
+over its pieces, so that it stays a distribution over the source and a threshold means
+the same for long and short words. The EOS row and column belong to no word and are
+dropped without renormalising: mass on EOS links nothing.
+
+Extraction (attention read as a soft alignment, as Bahdanau et al. 2015 draw it; scored as
+by Och & Ney 2003):
+
+* `argmax`: each target word links the source word of its largest weight (ties to the
+  first), so every target word gets exactly one link;
+* `threshold`: each target word links every source word with w(j, i) ≥ t, so a target
+  word may get several links or none.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+
+from seq2seq.align.attention import teacher_forced_weights
+from seq2seq.align.pharaoh import Link, Links
+from seq2seq.align.words import piece_words, words
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.inference import Translation, Translator
+from seq2seq.special_tokens import EOS_PIECE
+
+log = logging.getLogger(__name__)
+
+EXTRACTIONS = ("argmax", "threshold")
+NO_ATTENTION = "the model has no attention weights (attention=none)"
+
+
+class AlignmentError(ValueError):
+    """Settings that do not fit the model (a layer or head it lacks, no attention)."""
+
+
+@dataclass(frozen=True)
+class AlignSettings:
+    """Which attention to read and how to turn it into links (module docstring).
+
+    layer: attention layer, counted from 0 or from the end (-1, the default, is the last);
+    head: one head's index, or None for the mean over the heads;
+    extract: "argmax" or "threshold"; threshold: t of the threshold extraction, in (0, 1].
+    """
+
+    layer: int = -1
+    head: int | None = None
+    extract: str = "argmax"
+    threshold: float = 0.3
+
+    def __post_init__(self) -> None:
+        if self.extract not in EXTRACTIONS:
+            raise ValueError(
+                f"extract must be one of {', '.join(EXTRACTIONS)}, got {self.extract!r}"
+            )
+        if not (isinstance(self.threshold, (int, float)) and 0 < self.threshold <= 1):
+            raise ValueError(f"threshold must be a number in (0, 1], got {self.threshold!r}")
+        if self.head is not None and self.head < 0:
+            raise ValueError(f"head must be an index >= 0 or None (the mean), got {self.head}")
+
+
+def select_weights(attention: torch.Tensor, settings: AlignSettings) -> torch.Tensor:
+    """(layers, heads, tgt_len, src_len) → (tgt_len, src_len): the chosen layer and head."""
+    layers, heads = attention.shape[:2]
+    if not -layers <= settings.layer < layers:
+        raise AlignmentError(
+            f"layer {settings.layer}: the model has {layers} attention layer(s), "
+            f"0..{layers - 1} (or -{layers}..-1 from the end)"
+        )
+    chosen = attention[settings.layer].float().cpu()  # (heads, tgt_len, src_len)
+    if settings.head is None:
+        return chosen.mean(dim=0)
+    if settings.head >= heads:
+        raise AlignmentError(f"head {settings.head}: the model has {heads} head(s), 0..{heads - 1}")
+    return chosen[settings.head]
+
+
+def membership(owners: Sequence[int | None], count: int) -> torch.Tensor:
+    """(pieces, count) 0/1 matrix: piece p belongs to word owners[p] (None: to none)."""
+    matrix = torch.zeros(len(owners), count)
+    for piece, word in enumerate(owners):
+        if word is not None and word < count:
+            matrix[piece, word] = 1.0
+    return matrix
+
+
+def word_weights(
+    weights: torch.Tensor,
+    source: Sequence[int | None],
+    target: Sequence[int | None],
+    source_words: int,
+    target_words: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Piece weights (tgt_len, src_len) → word weights (target_words, source_words), source
+    pieces summed and target pieces averaged (module docstring), and a (target_words,) mask
+    of the target words that have at least one piece."""
+    if tuple(weights.shape) != (len(target), len(source)):
+        raise ValueError(
+            f"attention of shape {tuple(weights.shape)} does not fit "
+            f"{len(target)} target × {len(source)} source pieces"
+        )
+    to_source = membership(source, source_words)  # (src_len, source_words)
+    to_target = membership(target, target_words)  # (tgt_len, target_words)
+    pieces_per_word = to_target.sum(dim=0)  # (target_words,)
+    summed = to_target.T @ weights.float() @ to_source  # (target_words, source_words)
+    return summed / pieces_per_word.clamp(min=1).unsqueeze(1), pieces_per_word > 0
+
+
+def extract_links(weights: torch.Tensor, covered: torch.Tensor, settings: AlignSettings) -> Links:
+    """Links from word weights (target_words, source_words), for the covered target words
+    (a row without any weight on a source word, all of it on EOS, links nothing)."""
+    links: set[Link] = set()
+    for target in covered.nonzero().flatten().tolist():
+        row = weights[target]  # (source_words,)
+        if settings.extract == "threshold":
+            chosen = (row >= settings.threshold).nonzero().flatten().tolist()
+        else:
+            chosen = [int(row.argmax())] if row.numel() and row.max() > 0 else []
+        links.update((source, target) for source in chosen)
+    return Links.of(links)
+
+
+class Sentence(NamedTuple):
+    """One side of a pair: its text and its pieces (as the model's attention has them)."""
+
+    text: str
+    pieces: Sequence[str]
+
+
+def links_from_attention(
+    attention: torch.Tensor, source: Sentence, target: Sentence, settings: AlignSettings
+) -> Links:
+    """Word links of one pair from its attention (layers, heads, tgt_len, src_len), whose
+    columns are the source pieces and rows the target pieces, EOS included."""
+    weights = select_weights(attention, settings)  # (tgt_len, src_len)
+    word_matrix, covered = word_weights(
+        weights,
+        piece_words(source.text, source.pieces),
+        piece_words(target.text, target.pieces),
+        len(words(source.text)),
+        len(words(target.text)),
+    )
+    return extract_links(word_matrix, covered, settings)
+
+
+def align_pairs(
+    translator: Translator, sources: Sequence[str], targets: Sequence[str], settings: AlignSettings
+) -> list[Links]:
+    """Word links of each (source, target) pair from the model's teacher-forced attention.
+
+    Either side is cut to the model's `data.max_len` pieces (with a warning); the words
+    past the cut get no links. A pair with an empty side has no links.
+    """
+    if len(sources) != len(targets):
+        raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+    source_ids = [translator.encode_source(text, n) for n, text in enumerate(sources, 1)]
+    target_ids = [_encode_target(translator, text, n) for n, text in enumerate(targets, 1)]
+    todo = [index for index, ids in enumerate(zip(source_ids, target_ids)) if all(ids)]
+    attentions = _teacher_forced(translator, [(source_ids[i], target_ids[i]) for i in todo])
+    links = [Links()] * len(sources)
+    for index, attention in zip(todo, attentions):
+        source = _sentence(translator.src_tokenizer, sources[index], len(source_ids[index]))
+        target = _sentence(translator.tgt_tokenizer, targets[index], len(target_ids[index]))
+        links[index] = links_from_attention(attention, source, target, settings)
+    return links
+
+
+def _encode_target(translator: Translator, text: str, number: int) -> list[int]:
+    """The target's ids, cut to the model's limit like `Translator.encode_source` cuts."""
+    ids, limit = translator.tgt_tokenizer.encode(text), translator.max_source_len
+    if len(ids) > limit:
+        log.warning("line %d: %d target pieces, truncated to the model's limit of %d",
+                    number, len(ids), limit)  # fmt: skip
+    return ids[:limit]
+
+
+def _teacher_forced(translator: Translator, examples: list) -> list[torch.Tensor]:
+    if not examples:
+        return []
+    attentions = teacher_forced_weights(translator.model, examples, translator.device)
+    if attentions is None:
+        raise AlignmentError(NO_ATTENTION)
+    return attentions
+
+
+def _sentence(tokenizer: Tokenizer, text: str, count: int) -> Sentence:
+    """`text` with its first `count` pieces as written (an unknown character keeps its
+    surface, where `id_to_piece` would say <unk>), then EOS."""
+    return Sentence(text, tokenizer.pieces(text)[:count] + [EOS_PIECE])
+
+
+def translation_links(
+    translator: Translator, translation: Translation, settings: AlignSettings
+) -> list[Links]:
+    """Word links between the source and each hypothesis of a translation, from the
+    attention of the search itself (asked for with `need_weights=True`): one per hypothesis."""
+    source = _sentence(
+        translator.src_tokenizer, translation.source, len(translation.source_pieces) - 1
+    )
+    found = []
+    for hypothesis, text, pieces in zip(
+        translation.hypotheses, translation.texts, translation.target_pieces
+    ):
+        if hypothesis.attention is None:
+            raise AlignmentError(NO_ATTENTION)
+        found.append(
+            links_from_attention(hypothesis.attention, source, Sentence(text, pieces), settings)
+        )
+    return found

@@ -1,0 +1,205 @@
+"""`seq2seq-align`: word alignments from a checkpoint's attention, and their AER.
+
+    seq2seq-align CHECKPOINT --src test.zh --tgt test.en > test.align
+    seq2seq-align CHECKPOINT --src test.zh --tgt test.en --gold test.gold [-o test.align]
+    seq2seq-align CHECKPOINT --src S --tgt T --layer 0 --head 2 --extract threshold
+    seq2seq-align --score test.align --gold test.gold      # score any aligner's output
+
+One Pharaoh line per pair (`0-0 1-2`: source word - target word, from 0), from the
+model's attention while it reads the target (teacher forcing). With --gold the precision,
+recall and AER (Och & Ney 2003) are printed and the links are written only to -o. Every
+problem with the options, the files or the checkpoint is one error line on stderr and
+exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from seq2seq.align.aer import AlignmentCounts, corpus_counts
+from seq2seq.align.extract import EXTRACTIONS, AlignmentError, AlignSettings, align_pairs
+from seq2seq.align.pharaoh import Links, check_links_fit, parse_lines, write_links
+from seq2seq.align.words import words
+from seq2seq.cli.translate import (
+    InputError,
+    OneLineParser,
+    check_device,
+    load_translator,
+    one_line,
+    read_text_lines,
+)
+
+PROGRAM = "seq2seq-align"
+
+
+def head_choice(value: str) -> int | None:
+    """`--head`: an index from 0, or `mean` (None) for the mean over the heads."""
+    if value == "mean":
+        return None
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"expected a head index (0, 1, ...) or mean, got {value!r}"
+        )
+    return int(value)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog=PROGRAM, description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "checkpoint", type=Path, nargs="?", help="a .pt checkpoint (not with --score)"
+    )
+    parser.add_argument("--src", type=Path, help="source sentences, one per line")
+    parser.add_argument("--tgt", type=Path, help="their translations, one per line")
+    parser.add_argument("--gold", type=Path, help="gold links (i-j sure, i-j-P or ipj possible)")
+    parser.add_argument("--one-based", action="store_true", help="the gold file counts from 1")
+    parser.add_argument("--score", type=Path, help="score this Pharaoh file against --gold")
+    parser.add_argument(
+        "--layer", type=int, default=-1, help="attention layer (default -1, the last)"
+    )
+    parser.add_argument(
+        "--head", type=head_choice, default=None, help="head index or mean (default)"
+    )
+    parser.add_argument("--extract", choices=EXTRACTIONS, default="argmax", help="default argmax")
+    parser.add_argument("--threshold", type=float, default=0.3, help="for --extract threshold")
+    parser.add_argument("-o", "--output", type=Path, help="write the links here (default stdout)")
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
+    return parser
+
+
+def mode_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the combination of options, or None."""
+    if args.score is not None:
+        if args.checkpoint is not None or args.src is not None or args.tgt is not None:
+            return "--score scores an existing file: give no checkpoint, --src or --tgt"
+        return None if args.gold is not None else "--score needs --gold"
+    if args.checkpoint is None:
+        return "give a checkpoint with --src and --tgt, or --score FILE with --gold"
+    if args.src is None or args.tgt is None:
+        return "a checkpoint needs --src and --tgt"
+    return check_device(args.device)
+
+
+def read_parallel(*files: tuple[str, Path]) -> list[list[str]]:
+    """The lines of each (option, path), files that hold one line per pair; InputError
+    naming every file and its line count when the counts differ."""
+    texts = [read_text_lines(path, option) for option, path in files]
+    if len({len(lines) for lines in texts}) > 1:
+        raise InputError(", ".join(
+            f"{option} {path} has {len(lines)} lines" for (option, path), lines in zip(files, texts)
+        ))  # fmt: skip
+    return texts
+
+
+def parse_alignment(lines: list[str], option: str, path: Path, one_based: bool) -> list[Links]:
+    """The links of a Pharaoh file's lines; InputError naming the file, line and token."""
+    try:
+        return parse_lines(lines, f"{option} {path}", one_based=one_based)
+    except ValueError as error:
+        raise InputError(str(error)) from error
+
+
+def check_gold_fits(gold: list[Links], sources: list[str], targets: list[str], path: Path) -> None:
+    for number, (links, source, target) in enumerate(zip(gold, sources, targets), 1):
+        try:
+            check_links_fit(
+                links, len(words(source)), len(words(target)), f"--gold {path} line {number}"
+            )
+        except ValueError as error:
+            raise InputError(str(error)) from error
+
+
+def shown(value: float | None) -> str:
+    """A score with four decimals; n/a when it is undefined (a zero denominator)."""
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def report(counts: AlignmentCounts, as_json: bool) -> None:
+    """Precision, recall and AER on stdout, as text or JSON (undefined: n/a, null)."""
+    if as_json:
+        print(json.dumps(counts.scores(), indent=2))
+        return
+    print(f"precision {shown(counts.precision)}  recall {shown(counts.recall)}  "
+          f"AER {shown(counts.aer)}")  # fmt: skip
+    print(
+        f"{counts.sentences} pairs: {counts.proposed} links proposed, "
+        f"{counts.sure} sure and {counts.possible} possible gold links"
+    )
+
+
+def score_file(args: argparse.Namespace) -> int:
+    """`--score HYP --gold GOLD`: AER of an existing alignment file."""
+    proposed, gold = read_parallel(("--score", args.score), ("--gold", args.gold))
+    counts = corpus_counts(
+        parse_alignment(proposed, "--score", args.score, one_based=False),
+        parse_alignment(gold, "--gold", args.gold, args.one_based),
+    )
+    report(counts, args.json)
+    return 0
+
+
+def read_inputs(args: argparse.Namespace) -> tuple[list[str], list[str], list[Links] | None]:
+    """--src, --tgt and the --gold links (None without), one line per pair each."""
+    files = [("--src", args.src), ("--tgt", args.tgt)]
+    if args.gold is not None:
+        files.append(("--gold", args.gold))
+    sources, targets, *gold_lines = read_parallel(*files)
+    if not gold_lines:
+        return sources, targets, None
+    gold = parse_alignment(gold_lines[0], "--gold", args.gold, args.one_based)
+    check_gold_fits(gold, sources, targets, args.gold)
+    return sources, targets, gold
+
+
+def write_output(path: Path, links: list[Links]) -> bool:
+    """Write the links to `path`; False (after one error line) when it cannot be written."""
+    try:
+        with path.open("w", encoding="utf-8") as stream:
+            write_links(stream, links)
+    except OSError as error:
+        print(f"{PROGRAM}: cannot write {path}: {error.strerror or error}", file=sys.stderr)
+        return False
+    return True
+
+
+def align_with_checkpoint(args: argparse.Namespace, settings: AlignSettings) -> int:
+    """Links of --src and --tgt from the checkpoint's attention; scored with --gold."""
+    sources, targets, gold = read_inputs(args)
+    translator = load_translator(args, PROGRAM)
+    if translator is None:
+        return 2
+    links = align_pairs(translator, sources, targets, settings)
+    if args.output is not None and not write_output(args.output, links):
+        return 2
+    if args.output is None and gold is None:
+        write_links(sys.stdout, links)
+    if gold is not None:
+        report(corpus_counts(links, gold), args.json)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    problem = mode_problem(args)
+    if problem is not None:
+        parser.error(problem)
+    try:
+        settings = AlignSettings(args.layer, args.head, args.extract, args.threshold)
+    except ValueError as error:
+        parser.error(str(error))
+    try:
+        return score_file(args) if args.score is not None else align_with_checkpoint(args, settings)
+    except InputError as error:
+        parser.error(str(error))
+    except AlignmentError as error:
+        print(f"{PROGRAM}: {one_line(error)}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
