@@ -57,6 +57,13 @@ def test_unsegmented_and_segmented_chinese():
     assert piece_words("我 爱 中国 。", ["我", "▁爱", "▁中国", "▁。"]) == [0, 1, 2, 3]
 
 
+def test_pieces_of_unsegmented_chinese_map_to_the_words_of_its_segmented_form():
+    # The model reads 东京是一个很大的城市。 as the corpus has it; a gold set names its words.
+    pieces = ["▁", "东京", "是一", "个", "很", "大的", "城", "市", "。", "</s>"]
+    expected = [0, 0, 1, 3, 4, 5, 7, 7, 8, None]  # a piece spanning words: the first one
+    assert piece_words("东京 是 一 个 很 大 的 城市 。", pieces) == expected
+
+
 def test_full_width_text_is_matched_after_nfkc():
     # sentencepiece normalises Ｃｈｉｎａ！１２３ to China!123 before cutting it.
     pieces = ["▁", "I", "▁l", "o", "v", "e", "▁", "C", "h", "in", "a", "!", "▁", "1", "2", "3"]

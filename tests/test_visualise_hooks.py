@@ -1,4 +1,5 @@
-"""The alignment hook writes one image tag per sentence and the accuracy to TensorBoard."""
+"""The alignment hook writes one image tag per sentence and the accuracy to TensorBoard;
+the AER hook writes AER, precision and recall on the valid part of the gold set."""
 
 from __future__ import annotations
 
@@ -14,18 +15,26 @@ import torch
 from helpers import TINY_TOY, compose_config
 from tensorboard.backend.event_processing.event_accumulator import IMAGES, EventAccumulator
 
+from seq2seq.align.aer import corpus_counts
+from seq2seq.align.gold import as_in_corpus, gold_set
+from seq2seq.align.pharaoh import Links
+from seq2seq.align.words import piece_words, words
 from seq2seq.build import build_model, plain
 from seq2seq.data.batching import collate
 from seq2seq.data.prepare import prepare
+from seq2seq.data.tokenizer import SubwordTokenizer
 from seq2seq.special_tokens import EOS_PIECE
 from seq2seq.training.hooks import ValidationContext
 from seq2seq.training.logger import RunLogger
 from seq2seq.visualise.hooks import (
     ACCURACY_TAG,
+    AER_TAGS,
     SAMPLE_MAX_PIECES,
     SAMPLE_SHOWN,
     TOY_SHOWN,
+    AerHook,
     AlignmentHook,
+    aer_hooks,
     alignment_hooks,
     heads_tag,
     image_tag,
@@ -125,15 +134,22 @@ class _WordTokenizer:
         return "".join(self.id_to_piece(i) for i in ids).replace("▁", " ").strip()
 
 
+def gold_texts(lang: str) -> list[str]:
+    """Each side of the zh–en gold set's valid part as the corpus writes it."""
+    side = 0 if lang == "zh" else 1
+    return [as_in_corpus(pair[side], lang) for pair in gold_set("zh", "en", "valid")]
+
+
 def test_probe_hook_logs_every_probe_under_its_chinese_tag(tmp_path):
     probes = probes_for("zh", "en")
-    src_tokenizer = _WordTokenizer([probe.source for probe in probes], "zh")
-    tgt_tokenizer = _WordTokenizer([probe.reference for probe in probes], "en")
+    src_tokenizer = _WordTokenizer([probe.source for probe in probes] + gold_texts("zh"), "zh")
+    tgt_tokenizer = _WordTokenizer([probe.reference for probe in probes] + gold_texts("en"), "en")
     data = SimpleNamespace(src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer)
     overrides = ["data=tatoeba_zh_en", "logging.probe_file=null"]
     cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
     context = _context(cfg, data, tmp_path, step=5)
-    (hook,) = alignment_hooks(cfg, data)
+    hook, aer_hook = alignment_hooks(cfg, data)
+    assert isinstance(hook, AlignmentHook) and isinstance(aer_hook, AerHook)
     hook(context)
     context.logger.close()
 
@@ -215,3 +231,97 @@ def test_a_pair_without_probes_shows_short_valid_sentences_without_accuracy(tmp_
     (message,) = messages  # one line when the hook is made
     assert message.startswith("no alignment probes for ko→en")
     assert f"no {ACCURACY_TAG}" in message and message.endswith(" | ".join(short))
+
+
+def _links_by_hand(
+    attention, source_words: str, source_pieces, target_words: str, target_pieces
+) -> Links:
+    """Argmax links of one pair: (tgt_len, src_len) weights, source pieces summed and target
+    pieces averaged into words, each target word linked to its heaviest source word."""
+    source_owner = piece_words(source_words, source_pieces)
+    target_owner = piece_words(target_words, target_pieces)
+    links = set()
+    for word in range(len(words(target_words))):
+        rows = [t for t, owner in enumerate(target_owner) if owner == word]
+        if not rows:
+            continue
+        row = attention[rows].mean(dim=0)  # (src_len,)
+        per_word = [float(sum(row[s] for s, owner in enumerate(source_owner) if owner == i))
+                    for i in range(len(words(source_words)))]  # fmt: skip
+        links.add((per_word.index(max(per_word)), word))
+    return Links.of(links)
+
+
+def _aer_by_hand(model, gold, src_tokenizer, tgt_tokenizer, max_len: int):
+    """AER counts of the model's last-layer head-mean attention, all pairs in one batch."""
+    sources = [as_in_corpus(source_words, "zh") for source_words, *_ in gold]
+    targets = [target_words for _, target_words, _ in gold]
+    examples = [(src_tokenizer.encode(source)[:max_len], tgt_tokenizer.encode(target)[:max_len])
+                for source, target in zip(sources, targets)]  # fmt: skip
+    batch = collate(examples, list(range(len(examples))))
+    model.eval()
+    with torch.no_grad():
+        _, attention = model(batch.src, batch.src_mask, batch.tgt_in, need_weights=True)
+    proposed = []
+    for row, ((source_words, target_words, _), source, target) in enumerate(
+        zip(gold, sources, targets)
+    ):
+        source_pieces = src_tokenizer.pieces(source)[:max_len] + [EOS_PIECE]
+        target_pieces = tgt_tokenizer.pieces(target)[:max_len] + [EOS_PIECE]
+        weights = attention[row, -1].mean(dim=0)  # (tgt_len + 1, src_len + 1), padded
+        weights = weights[: len(target_pieces), : len(source_pieces)]
+        proposed.append(
+            _links_by_hand(weights, source_words, source_pieces, target_words, target_pieces)
+        )
+    return corpus_counts(proposed, [links for *_, links in gold])
+
+
+@pytest.mark.parametrize("max_len", [100, 4])
+def test_aer_hook_logs_aer_precision_and_recall_of_the_valid_gold_pairs(tmp_path, max_len):
+    corpus = {lang: gold_texts(lang) for lang in ("zh", "en")}
+    tokenizers = {
+        lang: SubwordTokenizer.train(
+            texts, lang=lang, vocab_size=1000, folder=tmp_path, vocab_cap=True
+        )
+        for lang, texts in corpus.items()
+    }
+    data = SimpleNamespace(src_tokenizer=tokenizers["zh"], tgt_tokenizer=tokenizers["en"])
+    overrides = ["data=tatoeba_zh_en", f"data.max_len={max_len}", "attention=multihead",
+                 "attention.heads=2"]  # fmt: skip
+    cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
+    context = _context(cfg, data, tmp_path, step=7)
+    (hook,) = [hook for hook in alignment_hooks(cfg, data) if isinstance(hook, AerHook)]
+    assert len(hook.examples) == 100
+    assert max(len(example.source_ids) for example in hook.examples) <= max_len
+    context.model.train()
+    rng_before = torch.get_rng_state()
+    hook(context)
+    assert torch.equal(torch.get_rng_state(), rng_before) and context.model.training
+    context.logger.close()
+
+    events = _events(tmp_path)
+    gold = gold_set("zh", "en", "valid")
+    counts = _aer_by_hand(context.model, gold, data.src_tokenizer, data.tgt_tokenizer, max_len)
+    by_hand = {"aer": counts.aer, "precision": counts.precision, "recall": counts.recall}
+    for name, tag in AER_TAGS.items():
+        (point,) = events.Scalars(tag)
+        assert point.step == 7 and 0.0 <= point.value <= 1.0
+        assert point.value == pytest.approx(by_hand[name], abs=1e-6)
+
+
+def test_english_to_chinese_scores_the_swapped_gold_set():
+    tokenizer = _WordTokenizer(gold_texts("zh") + gold_texts("en"), "xx")
+    data = SimpleNamespace(src_tokenizer=tokenizer, tgt_tokenizer=tokenizer)
+    cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + ["data=tatoeba_en_zh"])
+    (hook,) = aer_hooks(cfg, data)
+    first = hook.examples[0]
+    assert first.source.text == "Are we done?" and first.target.text == "我们 完成 了 吗 ?"
+    assert first.target_ids == tokenizer.encode("我们完成了吗?")  # fed unsegmented
+
+
+def test_no_aer_hook_without_attention_or_for_toy_data():
+    overrides = ["data=tatoeba_zh_en", "attention=none"]
+    assert alignment_hooks(compose_config(TINY_TOY + overrides), data=None) == []
+    toy = compose_config(TINY_TOY + ["data.src_lang=zh", "data.tgt_lang=en"])
+    (hook,) = alignment_hooks(toy, prepare(plain(toy.data)))  # its own accuracy only
+    assert isinstance(hook, AlignmentHook)

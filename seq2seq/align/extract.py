@@ -199,7 +199,14 @@ def _teacher_forced(translator: Translator, examples: list) -> list[torch.Tensor
 def _sentence(tokenizer: Tokenizer, text: str, count: int) -> Sentence:
     """`text` with its first `count` pieces as written (an unknown character keeps its
     surface, where `id_to_piece` would say <unk>), then EOS."""
-    return Sentence(text, tokenizer.pieces(text)[:count] + [EOS_PIECE])
+    return worded_sentence(tokenizer, text, text, count)
+
+
+def worded_sentence(tokenizer: Tokenizer, words_text: str, encoded: str, count: int) -> Sentence:
+    """The first `count` pieces of `encoded` (the sentence as the model reads it), then EOS,
+    matched by characters to the words of `words_text`: the same characters with other word
+    boundaries, such as a gold set's segmented Chinese (`东京 是 一 个 …` for `东京是一个…`)."""
+    return Sentence(words_text, tokenizer.pieces(encoded)[:count] + [EOS_PIECE])
 
 
 def translation_links(

@@ -15,7 +15,15 @@ After each validation the trainer calls `hook(context)` with a
   probes' references (corpus) or on the valid split (toy). The valid sentences shown for a
   pair without probes have no gold links, so they get images only.
 
-Models with attention=none get no hook: they have no weights to show or score.
+For a language pair with a hand-aligned gold set (`seq2seq.align.gold`, either direction),
+the AER hook logs `valid/aer`, `valid/aer_precision` and `valid/aer_recall` (Och & Ney
+2003) of the teacher-forced attention on the gold set's valid part: last layer, head mean,
+argmax links (`AlignSettings()`). The model reads each sentence as the corpus has it (the
+Chinese unsegmented), its ids cut to `data.max_len` as validation cuts them, and its pieces
+are matched to the gold words by their characters.
+
+Models with attention=none get no hook: they have no weights to show or score. Toy data
+gets no AER hook (its accuracy scores the same thing).
 """
 
 from __future__ import annotations
@@ -31,12 +39,17 @@ from matplotlib.figure import Figure
 from omegaconf import DictConfig
 
 from seq2seq import registry
+from seq2seq.align.aer import AlignmentCounts, corpus_counts
+from seq2seq.align.attention import teacher_forced_weights
+from seq2seq.align.extract import AlignSettings, Sentence, links_from_attention, worded_sentence
+from seq2seq.align.gold import GoldPair, as_in_corpus, gold_set
+from seq2seq.align.pharaoh import Links
 from seq2seq.build import plain
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.search import Hypothesis
 from seq2seq.special_tokens import EOS_PIECE
-from seq2seq.training.hooks import ValidationContext
+from seq2seq.training.hooks import ValidationContext, ValidationHook
 from seq2seq.visualise.alignment import (
     Link,
     alignment_accuracy,
@@ -54,6 +67,8 @@ SAMPLE_SHOWN = 6  # valid sentences drawn for a language pair without probes
 SAMPLE_MAX_PIECES = 12  # ... each with at most this many source pieces
 TAG_TEXT_CHARS = 12  # characters of the sentence in an image tag
 ACCURACY_TAG = "valid/alignment_accuracy"
+AER_TAGS = {"aer": "valid/aer", "precision": "valid/aer_precision", "recall": "valid/aer_recall"}
+GOLD_PART = "valid"  # the test part is kept for reporting
 
 
 @dataclass
@@ -149,9 +164,54 @@ class AlignmentHook:
         ]
 
 
-def alignment_hooks(cfg: DictConfig, data: Any) -> list[AlignmentHook]:
+@dataclass
+class GoldExample:
+    """A gold pair as the AER hook feeds it: ids cut to `data.max_len`, each side's pieces
+    (EOS included) with the gold words they are matched to, and the gold links."""
+
+    source_ids: list[int]
+    target_ids: list[int]
+    source: Sentence
+    target: Sentence
+    links: Links
+
+
+class AerHook:
+    """`hook(context)`: AER, precision and recall on a gold set (module docstring)."""
+
+    def __init__(self, examples: list[GoldExample], settings: AlignSettings | None = None):
+        self.examples = examples
+        self.settings = settings or AlignSettings()
+
+    def __call__(self, context: ValidationContext) -> None:
+        started = time.perf_counter()
+        counts = self.counts(context.model, context.device)
+        if counts is not None:
+            context.logger.scalars(aer_scalars(counts), context.step)
+        log.debug("AER hook took %.2f s", time.perf_counter() - started)
+
+    def counts(self, model, device) -> AlignmentCounts | None:
+        """The link counts of the model's teacher-forced attention; None without attention."""
+        examples = [(example.source_ids, example.target_ids) for example in self.examples]
+        attentions = teacher_forced_weights(model, examples, device) if examples else None
+        if attentions is None:
+            return None
+        proposed = [
+            links_from_attention(attention, example.source, example.target, self.settings)
+            for attention, example in zip(attentions, self.examples, strict=True)
+        ]
+        return corpus_counts(proposed, [example.links for example in self.examples])
+
+
+def aer_scalars(counts: AlignmentCounts) -> dict[str, float]:
+    """The AER_TAGS that are defined (a ratio over 0 is not)."""
+    values = {tag: getattr(counts, name) for name, tag in AER_TAGS.items()}
+    return {tag: value for tag, value in values.items() if value is not None}
+
+
+def alignment_hooks(cfg: DictConfig, data: Any) -> list[ValidationHook]:
     """The hooks for a run: none without attention, toy examples or corpus probes (short
-    valid sentences, unscored, for a pair without probes)."""
+    valid sentences, unscored, for a pair without probes), and AER where a gold set is."""
     if registry.of_node("attention", cfg.attention).name == "none":
         return []
     run_config = plain(cfg)
@@ -159,8 +219,40 @@ def alignment_hooks(cfg: DictConfig, data: Any) -> list[AlignmentHook]:
         return [toy_hook(cfg.data.toy_task, data, run_config)]
     probes = probes_for(cfg.data.src_lang, cfg.data.tgt_lang, cfg.logging.probe_file)
     if probes:
-        return [probe_hook(probes, data, run_config)]
-    return sample_hooks(cfg, data, run_config)
+        return [probe_hook(probes, data, run_config), *aer_hooks(cfg, data)]
+    return [*sample_hooks(cfg, data, run_config), *aer_hooks(cfg, data)]
+
+
+def aer_hooks(cfg: DictConfig, data: Any) -> list[AerHook]:
+    """The AER hook on the valid part of the pair's gold set; none without a gold set."""
+    src_lang, tgt_lang = cfg.data.src_lang, cfg.data.tgt_lang
+    gold = gold_set(src_lang, tgt_lang, GOLD_PART)
+    if gold is None:
+        return []
+    examples = [gold_example(pair, src_lang, tgt_lang, data, cfg.data.max_len) for pair in gold]
+    examples = [example for example in examples if example.source_ids and example.target_ids]
+    log.info("scoring %s on %d hand-aligned %s pairs of the gold set for %s→%s",
+             AER_TAGS["aer"], len(examples), GOLD_PART, src_lang, tgt_lang)  # fmt: skip
+    return [AerHook(examples)]
+
+
+def gold_example(
+    pair: GoldPair, src_lang: str, tgt_lang: str, data: Any, max_len: int
+) -> GoldExample:
+    """One gold pair encoded for the AER hook (`gold_side` each side)."""
+    source_ids, source = gold_side(pair.source, src_lang, data.src_tokenizer, max_len)
+    target_ids, target = gold_side(pair.target, tgt_lang, data.tgt_tokenizer, max_len)
+    return GoldExample(source_ids, target_ids, source, target, pair.links)
+
+
+def gold_side(
+    words_text: str, lang: str, tokenizer: Tokenizer, max_len: int
+) -> tuple[list[int], Sentence]:
+    """(ids cut to max_len, pieces matched to the gold words) of one side of a gold pair,
+    encoded as the corpus writes it (Chinese without the gold's spaces)."""
+    text = as_in_corpus(words_text, lang)
+    ids = tokenizer.encode(text)[:max_len]
+    return ids, worded_sentence(tokenizer, words_text, text, len(ids))
 
 
 def probe_hook(probes: list, data: Any, run_config: Mapping[str, Any]) -> AlignmentHook:
