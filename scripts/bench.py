@@ -47,6 +47,7 @@ from hydra import compose, initialize_config_module
 from omegaconf import DictConfig
 
 from seq2seq.build import count_parameters, plain
+from seq2seq.config import register_configs
 from seq2seq.data.batching import collate
 from seq2seq.data.prepare import prepare
 from seq2seq.data.presets import split_data_config
@@ -165,6 +166,7 @@ def preset_config(
         overrides.append("trainer.compile=true")
     if max_tokens is not None:
         overrides.append(f"data.max_tokens={max_tokens}")
+    register_configs()  # the schemas the presets are checked against
     with initialize_config_module(config_module="seq2seq.configs", version_base="1.3"):
         return compose(config_name="train", overrides=overrides)
 

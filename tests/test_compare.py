@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -235,3 +236,20 @@ def test_bench_shows_no_machine_specific_absolute_path(tmp_path, monkeypatch):
     assert bench.shown_path(tmp_path / "outputs" / "run" / "best.pt") == "outputs/run/best.pt"
     assert bench.shown_path("/elsewhere/a/run/checkpoints/best.pt") == "…/run/checkpoints/best.pt"
     assert bench.shown_path("--quick") == "--quick"
+
+
+def test_bench_composes_a_preset_in_a_fresh_process():
+    """The benchmark's workers are fresh processes: they must register the schemas
+    themselves (nothing else in them does)."""
+    code = (
+        "import importlib.util, sys; "
+        f"spec = importlib.util.spec_from_file_location('bench', {str(SCRIPTS / 'bench.py')!r}); "
+        "bench = importlib.util.module_from_spec(spec); sys.modules['bench'] = bench; "
+        "spec.loader.exec_module(bench); "
+        "print(bench.preset_config('default_cpu', 1, 'cpu', None).name)"
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert finished.stdout.strip() == "default_cpu"
