@@ -4,9 +4,11 @@ process accumulating the same batches."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 
+import pytest
 import torch
 from helpers import TINY_TOY
 
@@ -90,3 +92,38 @@ def test_the_stream_commits_positions_of_whole_groups_across_epochs():
     single = list(stream(epochs.__getitem__, 1, 3, Distributed(), max_epochs=2))
     assert single == [("b3", (1, 4)), ("b4", (2, 0))]
     assert list(stream(epochs.__getitem__, 2, 0, Distributed(), max_epochs=2)) == []
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_nodes_of_one_process_each_train_like_one_process_accumulating(tmp_path):
+    """Multi-node launch on one machine: two torchrun launches ("nodes") of one process
+    each meet through the c10d rendezvous, as on a cluster; the weights equal one process
+    with `trainer.accumulate=2`."""
+    data_root = tmp_path / "data"
+    _run(_train_command([sys.executable], tmp_path / "single", data_root, ["trainer.accumulate=2"]))
+    endpoint = f"127.0.0.1:{_free_port()}"
+    nodes = []
+    for node in range(2):
+        launcher = [
+            sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1",
+            "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}", "--rdzv-id=two-nodes",
+        ]  # fmt: skip
+        command = _train_command(launcher, tmp_path / f"node{node}", data_root, [])
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        nodes.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))  # fmt: skip
+    outputs = [node.communicate(timeout=600)[0] for node in nodes]
+    assert all(node.returncode == 0 for node in nodes), "\n".join(o[-2000:] for o in outputs)
+
+    one = load_checkpoint(tmp_path / "single" / "checkpoints" / "last.pt")
+    written = [p for p in tmp_path.glob("node*/checkpoints/last.pt")]
+    assert len(written) == 1  # rank 0 alone writes, in its node's run folder
+    two = load_checkpoint(written[0])
+    assert two["progress"]["step"] == one["progress"]["step"] == 3
+    for name, weight in one["model"].items():
+        torch.testing.assert_close(two["model"][name], weight, rtol=1e-4, atol=1e-5, msg=name)
