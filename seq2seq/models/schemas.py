@@ -14,24 +14,28 @@ from seq2seq.models.positional import Positional
 
 
 @dataclass
-class ConvS2SConfig:
-    """A ConvS2S encoder or decoder (Gehring et al. 2017)."""
+class LayerStackConfig:
+    """What every stacked encoder or decoder states first: the class, width and depth."""
 
     _target_: str
     hidden_size: int = 256
-    num_layers: int = 4
+    num_layers: int = 3
+
+
+@dataclass
+class ConvS2SConfig(LayerStackConfig):
+    """A ConvS2S encoder or decoder (Gehring et al. 2017); four layers by default."""
+
+    num_layers: int = 4  # keeps its place after hidden_size, as in the base
     kernel_size: int = 3
     dropout: float = 0.1
     max_positions: int = 1024
 
 
 @dataclass
-class TransformerConfig:
+class TransformerConfig(LayerStackConfig):
     """A pre-LN Transformer encoder or decoder (Vaswani et al. 2017)."""
 
-    _target_: str
-    hidden_size: int = 256
-    num_layers: int = 3
     heads: int = 4
     ff_size: int = 1024
     dropout: float = 0.1

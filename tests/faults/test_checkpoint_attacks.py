@@ -84,6 +84,12 @@ def open_for_writing(victim: Path) -> dict:
     return {"_target_": "builtins.open", "_args_": [str(victim), "w"]}
 
 
+def setting(key: str, value: object) -> tuple[str, Callable[[dict, Path], None]]:
+    """An attack that sets one plain value, `part.name`: the error must name that key."""
+    part, name = key.split(".", 1)
+    return key, lambda config, victim: config[part].update({name: value})
+
+
 # Each attack: the key the error must name, and how it edits the config (given the victim).
 ATTACKS: dict[str, tuple[str, Callable[[dict, Path], None]]] = {
     "nested_open": (
@@ -110,30 +116,14 @@ ATTACKS: dict[str, tuple[str, Callable[[dict, Path], None]]] = {
             }
         ),
     ),
-    "env_interpolation_in_model": (
-        "encoder.cell",
-        lambda c, v: c["encoder"].update(cell="${oc.env:SEQ2SEQ_ATTACK_CELL}"),
+    "env_interpolation_in_model": setting("encoder.cell", "${oc.env:SEQ2SEQ_ATTACK_CELL}"),
+    "env_interpolation_in_data": setting("data.root", "${oc.env:HOME}"),
+    "unknown_top_level_target": setting("encoder._target_", "os.system"),
+    "target_on_the_prefix_not_in_the_list": setting(
+        "attention._target_", "seq2seq.data.fetch.fetch"
     ),
-    "env_interpolation_in_data": (
-        "data.root",
-        lambda c, v: c["data"].update(root="${oc.env:HOME}"),
-    ),
-    "unknown_top_level_target": (
-        "encoder._target_",
-        lambda c, v: c["encoder"].update(_target_="os.system"),
-    ),
-    "target_on_the_prefix_not_in_the_list": (
-        "attention._target_",
-        lambda c, v: c["attention"].update(_target_="seq2seq.data.fetch.fetch"),
-    ),
-    "wrong_type": (
-        "encoder.num_layers",
-        lambda c, v: c["encoder"].update(num_layers="many"),
-    ),
-    "unknown_key": (
-        "decoder.evil",
-        lambda c, v: c["decoder"].update(evil=1),
-    ),
+    "wrong_type": setting("encoder.num_layers", "many"),
+    "unknown_key": setting("decoder.evil", 1),
     "hydra_args_at_part_top": (
         "encoder._args_",
         lambda c, v: c["encoder"].update(_args_=[[open_for_writing(v)]]),
@@ -142,14 +132,8 @@ ATTACKS: dict[str, tuple[str, Callable[[dict, Path], None]]] = {
         "evil",
         lambda c, v: c.update(evil={"_target_": "os.system", "_args_": ["true"]}),
     ),
-    "dropout_out_of_range": (
-        "encoder.dropout",
-        lambda c, v: c["encoder"].update(dropout=1.5),
-    ),
-    "data_name_with_separators": (
-        "data.name",
-        lambda c, v: c["data"].update(name="../../evil"),
-    ),
+    "dropout_out_of_range": setting("encoder.dropout", 1.5),
+    "data_name_with_separators": setting("data.name", "../../evil"),
 }
 
 
