@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import random
+import re
+import unicodedata
 
 import pytest
 
 from seq2seq.data.corpus import read_pairs
 from seq2seq.data.fetch import fetch
-from seq2seq.data.split import sentence_groups, split_pairs, write_split
+from seq2seq.data.split import (
+    near_duplicate_families,
+    near_duplicate_key,
+    sentence_groups,
+    split_pairs,
+    write_split,
+)
 
 TATOEBA_URL = "https://www.manythings.org/anki/cmn-eng.zip"
 TATOEBA_LINES = 26_388
@@ -19,12 +27,22 @@ def sentences(pairs, side: int) -> set[str]:
 
 
 def assert_no_leak(split) -> None:
-    """No source or target sentence is shared between two splits."""
+    """No source or target sentence is shared between two splits, not even as near-twins
+    (same letters; punctuation, case and spaces differ), by a normalisation written here."""
+
+    def normalised(sentence: str) -> str:
+        letters = re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", sentence).lower())
+        return letters or sentence
+
     named = split.by_name()
     for side in (0, 1):
         for first, second in (("valid", "train"), ("test", "train"), ("valid", "test")):
             shared = sentences(named[first], side) & sentences(named[second], side)
             assert not shared, f"{first}/{second} share side-{side} sentences {sorted(shared)[:3]}"
+            near = {normalised(s) for s in sentences(named[first], side)} & {
+                normalised(s) for s in sentences(named[second], side)
+            }
+            assert not near, f"{first}/{second} share side-{side} near-twins {sorted(near)[:3]}"
 
 
 def test_groups_connect_pairs_through_either_side():
@@ -32,6 +50,33 @@ def test_groups_connect_pairs_through_either_side():
     groups = sentence_groups(pairs)
     # a-x-b (shared "x"), b-y (shared "b"), e-y (shared "y"): one chain of four pairs
     assert sorted(groups) == [[0, 1, 3, 5], [2], [4]]
+
+
+def test_near_duplicate_key_ignores_punctuation_case_and_spaces_only():
+    assert near_duplicate_key("真糟糕。") == near_duplicate_key("真糟糕!") == "真糟糕"
+    assert near_duplicate_key("對不起打擾你了。") == near_duplicate_key("對不起,打擾你了。")
+    assert near_duplicate_key("Hi, Tom!") == near_duplicate_key("hi tom") == "hitom"
+    assert near_duplicate_key("Ｈｉ！") == "hi"  # full-width forms fold (NFKC)
+    assert near_duplicate_key("I'm here.") != near_duplicate_key("I am here.")
+    assert near_duplicate_key("...") == "..."  # nothing but punctuation: kept as it is
+
+
+def test_near_twins_join_their_groups_and_other_groups_keep_their_place():
+    pairs = [("真糟糕。", "Too bad."), ("a", "x"), ("真糟糕!", "That's awful."), ("b", "Y!")]
+    pairs += [("c", "y"), ("d", "z")]
+    groups = [[3], [1], [0], [5], [2], [4]]  # as shuffled; every pair its own exact group
+    families = near_duplicate_families(pairs, groups)
+    # 真糟糕 joins pairs 0 and 2 where [0] stood; "Y!" ~ "y" joins 3 and 4 where [3] stood
+    assert families == [[3, 4], [1], [0, 2], [5]]
+
+
+def test_a_near_twin_of_a_test_sentence_never_lands_in_train():
+    pairs = [(f"源{i}。", f"target {i}.") for i in range(30)]
+    pairs += [(f"源{i}!", f"Another {i}") for i in range(30)]  # each source has a near-twin
+    split = split_pairs(pairs, valid_size=6, test_size=6, seed=3)
+    assert split.near_duplicates_joined == 30 and split.num_groups == 30
+    assert (len(split.valid), len(split.test)) == (6, 6)
+    assert_no_leak(split)
 
 
 def random_pairs(count: int, vocabulary: int, seed: int) -> list[tuple[str, str]]:
@@ -87,6 +132,7 @@ def test_tatoeba_split_is_leak_free_and_reproducible(tatoeba_pairs):
     split = split_pairs(pairs, valid_size=1000, test_size=1000, seed=1234)
     assert (len(split.valid), len(split.test)) == (1000, 1000)
     assert_no_leak(split)
+    assert split.near_duplicates_joined == 20  # e.g. 真糟糕。 (was in test) and 真糟糕! (train)
     again = split_pairs(pairs, valid_size=1000, test_size=1000, seed=1234)
     assert (again.valid, again.test, again.train) == (split.valid, split.test, split.train)
     other = split_pairs(pairs, valid_size=1000, test_size=1000, seed=99)

@@ -240,6 +240,7 @@ def _corpus_summary(stats: CorpusStats, split: SplitPairs) -> dict[str, Any]:
         "converted_to_simplified": stats.converted_to_simplified,
         "duplicates_removed": split.duplicates_removed,
         "sentence_groups": split.num_groups,
+        "near_duplicate_groups_joined": split.near_duplicates_joined,
     }
 
 

@@ -6,12 +6,21 @@ between two pairs that share their source or their target sentence; each connect
 (found with union-find) goes whole into one split. Groups are visited in a seeded random
 order and go to valid while they fit, then to test while they fit, then to train, so the
 evaluation sets get their exact sizes (small groups fill the last places).
+
+Tatoeba also holds near-twins: sentences that differ only in punctuation, case or spaces
+(真糟糕。 / 真糟糕!, 對不起打擾你了。 / 對不起,打擾你了。). Two groups whose sentences are
+equal once normalised (`near_duplicate_key`) form one family, and a family goes whole into one
+split too. The order stays that of the exact groups: a family is placed where its first
+group falls in the shuffled order. So the groups without a near-twin elsewhere (all but a few
+dozen) keep the split they had before families existed, and with them the hand-aligned
+gold pairs drawn from valid and test (seq2seq/align/gold/).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,34 +36,49 @@ class SplitPairs:
     valid: list[Pair]
     test: list[Pair]
     duplicates_removed: int
-    num_groups: int
+    num_groups: int  # families after near-twins joined
+    near_duplicates_joined: int  # groups that joined another group's family as near-twins
 
     def by_name(self) -> dict[str, list[Pair]]:
         return {"train": self.train, "valid": self.valid, "test": self.test}
 
 
 def split_pairs(pairs: Sequence[Pair], *, valid_size: int, test_size: int, seed: int) -> SplitPairs:
-    """Deduplicate `pairs` and assign whole sentence-sharing groups to valid, test and train.
+    """Deduplicate `pairs` and assign whole sentence-sharing families to valid, test and train.
 
     Deterministic in `seed`. No source or target sentence of valid or test occurs in
-    train or in the other evaluation set. Pairs keep their corpus order within a split.
+    train or in the other evaluation set, not even as a near-twin (`near_duplicate_key`).
+    Pairs keep their corpus order within a split.
     """
     unique = list(dict.fromkeys(pairs))
-    groups = sentence_groups(unique)
     if valid_size + test_size >= len(unique):
         raise ValueError(
             f"data.valid_size + data.test_size ({valid_size + test_size}) must be smaller "
             f"than the number of distinct pairs ({len(unique)})"
         )
+    groups = sentence_groups(unique)
     random.Random(seed).shuffle(groups)
-    valid, test, train = _fill(groups, [valid_size, test_size])
+    families = near_duplicate_families(unique, groups)
+    valid, test, train = _fill(families, [valid_size, test_size])
     return SplitPairs(
         train=[unique[i] for i in sorted(train)],
         valid=[unique[i] for i in sorted(valid)],
         test=[unique[i] for i in sorted(test)],
         duplicates_removed=len(pairs) - len(unique),
-        num_groups=len(groups),
+        num_groups=len(families),
+        near_duplicates_joined=len(groups) - len(families),
     )
+
+
+def near_duplicate_key(sentence: str) -> str:
+    """The sentence with case, punctuation and spaces ignored: NFKC, casefolded, and every
+    punctuation mark (Unicode category P*) and space removed. A sentence of nothing but
+    punctuation keeps itself as its key."""
+    folded = unicodedata.normalize("NFKC", sentence).casefold()
+    kept = "".join(
+        char for char in folded if not (unicodedata.category(char).startswith("P") or char.isspace())
+    )
+    return kept or sentence
 
 
 def sentence_groups(pairs: Sequence[Pair]) -> list[list[int]]:
@@ -62,7 +86,32 @@ def sentence_groups(pairs: Sequence[Pair]) -> list[list[int]]:
 
     Groups are ordered by their first index and list indices in increasing order.
     """
-    parent = list(range(len(pairs)))
+    return _components(len(pairs), lambda index: list(enumerate(pairs[index])))
+
+
+def near_duplicate_families(pairs: Sequence[Pair], groups: list[list[int]]) -> list[list[int]]:
+    """`groups` (indices of `pairs`) joined when a sentence of one equals a sentence of the
+    other on the same side once normalised (`near_duplicate_key`).
+
+    A family sits where its first group is in `groups` and lists its indices in increasing
+    order; a group without near-twins elsewhere is its own family, unchanged.
+    """
+
+    def keys(group_index: int) -> list[tuple[int, str]]:
+        return [
+            (side, near_duplicate_key(pairs[index][side]))
+            for index in groups[group_index]
+            for side in (0, 1)
+        ]
+
+    joined = _components(len(groups), keys)
+    return [sorted(index for member in family for index in groups[member]) for family in joined]
+
+
+def _components(count: int, keys_of: Callable[[int], Sequence[Hashable]]) -> list[list[int]]:
+    """Nodes 0..count-1 joined (union-find) when they share a key; the components ordered by
+    their first node, each listing its nodes in increasing order."""
+    parent = list(range(count))
 
     def find(node: int) -> int:
         while parent[node] != node:
@@ -70,14 +119,14 @@ def sentence_groups(pairs: Sequence[Pair]) -> list[list[int]]:
             node = parent[node]
         return node
 
-    first_with_sentence: dict[tuple[str, str], int] = {}
-    for index, (src, tgt) in enumerate(pairs):
-        for key in (("src", src), ("tgt", tgt)):
-            other = first_with_sentence.setdefault(key, index)
-            parent[find(index)] = find(other)
+    first_with_key: dict[Hashable, int] = {}
+    for node in range(count):
+        for key in keys_of(node):
+            other = first_with_key.setdefault(key, node)
+            parent[find(node)] = find(other)
     members: dict[int, list[int]] = {}
-    for index in range(len(pairs)):
-        members.setdefault(find(index), []).append(index)
+    for node in range(count):
+        members.setdefault(find(node), []).append(node)
     return list(members.values())
 
 
