@@ -1,0 +1,153 @@
+"""Train variants of `make train`'s model for the same compute and compare their valid BLEU.
+
+Each lever is `+experiment=default_cpu` with a few overrides, trained for about `--tflop`
+training TFLOP (analytic FLOPs, `seq2seq/flops.py`, the same on every machine), validated
+(greedy, whole valid split) every `--tflop / 4`. The table gives the best valid BLEU
+reached within 10, 20, 30 and 40 TFLOP (scaled to `--tflop`): choices are made on valid
+BLEU only; the runs' test figures are not read. Several levers train at once with
+`--jobs`, each with its share of the cores (the figures do not depend on it, the minutes do).
+
+    python scripts/levers.py --jobs 2 base warmup_200 tokens_1024     # named levers
+    python scripts/levers.py --list                                     # what there is
+    python scripts/levers.py --table multirun/levers/DATE               # table of a finished set
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from seq2seq.runs.reading import best_within, read_results, read_scalars
+
+# Measured on the default model (BENCHMARKS.md): GFLOP per update with 2,048-token batches.
+DEFAULT_GFLOP_PER_UPDATE = 43.4
+BASE = ["+experiment=default_cpu", "trainer.max_minutes=null", "trainer.test_search.beam_size=1"]
+NO_DROPOUT = ["model.embed_dropout=0", "encoder.dropout=0", "decoder.dropout=0"]
+
+
+@dataclass(frozen=True)
+class Lever:
+    name: str
+    overrides: tuple[str, ...]
+    gflop_per_update: float = DEFAULT_GFLOP_PER_UPDATE  # estimate; sizes the update budget
+
+
+LEVERS = {
+    lever.name: lever
+    for lever in (
+        Lever("base", ()),
+        Lever("warmup_200", ("schedule.warmup_steps=200",)),
+        Lever("lr_2e-3_warmup_200", ("optim.lr=2e-3", "schedule.warmup_steps=200")),
+        Lever("cosine_lr_2e-3", ("schedule=cosine", "optim.lr=2e-3", "schedule.warmup_steps=200")),
+        Lever("tokens_1024", ("data.max_tokens=1024",), DEFAULT_GFLOP_PER_UPDATE / 2),
+        Lever("dropout_0", tuple(NO_DROPOUT)),
+        Lever("label_smoothing_0", ("trainer.label_smoothing=0",)),
+        Lever(
+            "tokens_1024_lr_2e-3_warmup_200",
+            ("data.max_tokens=1024", "optim.lr=2e-3", "schedule.warmup_steps=200"),
+            DEFAULT_GFLOP_PER_UPDATE / 2,
+        ),
+        Lever(
+            "tokens_1024_cosine_lr_2e-3",
+            (
+                "data.max_tokens=1024",
+                "schedule=cosine",
+                "optim.lr=2e-3",
+                "schedule.warmup_steps=200",
+            ),
+            DEFAULT_GFLOP_PER_UPDATE / 2,
+        ),
+        Lever(
+            "tokens_1024_dropout_0",
+            ("data.max_tokens=1024", *NO_DROPOUT),
+            DEFAULT_GFLOP_PER_UPDATE / 2,
+        ),
+    )
+}
+
+
+def budget(lever: Lever, tflop: float) -> tuple[int, int]:
+    """(max_steps, valid_every): four validations, the last a little past `tflop`."""
+    valid_every = math.ceil(tflop * 1000 / 4 / lever.gflop_per_update * 1.03)
+    return 4 * valid_every, valid_every
+
+
+def command(lever: Lever, tflop: float, run_dir: Path, threads: int) -> list[str]:
+    max_steps, valid_every = budget(lever, tflop)
+    return [
+        sys.executable, "-m", "seq2seq.cli.train", *BASE, *lever.overrides,
+        f"trainer.max_steps={max_steps}", f"trainer.valid_every={valid_every}",
+        f"trainer.threads={threads}", f"name=lever_{lever.name}", f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+
+
+def train(lever: Lever, tflop: float, out: Path, threads: int) -> None:
+    run_dir = out / lever.name
+    if (run_dir / "results.json").is_file():
+        print(f"{lever.name}: done before, kept", flush=True)
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    argv = command(lever, tflop, run_dir, threads)
+    (run_dir / "command.txt").write_text(" ".join(argv[1:]) + "\n", encoding="utf-8")
+    started = time.monotonic()
+    with open(run_dir / "train.log", "w", encoding="utf-8") as log:
+        status = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False)
+    minutes = (time.monotonic() - started) / 60
+    print(f"{lever.name}: exit {status.returncode} after {minutes:.1f} min", flush=True)
+
+
+def table(out: Path, tflop: float) -> list[str]:
+    budgets = tuple(tflop * share for share in (0.25, 0.5, 0.75, 1.0))
+    head = " | ".join(f"≤ {b:g} TFLOP" for b in budgets)
+    lines = [f"| lever | overrides | {head} | updates | minutes |", "|---" * 7 + "|"]
+    for run_dir in sorted(path for path in out.iterdir() if (path / "results.json").is_file()):
+        lever = LEVERS.get(run_dir.name, Lever(run_dir.name, ("?",)))
+        reached = best_within(read_scalars(run_dir), budgets, "tflop")
+        cells = [f"{r[0]:.2f} ({r[1]})" if r else "—" for r in reached]
+        results = read_results(run_dir)
+        shown = " ".join(lever.overrides) or "(the default)"
+        lines.append(
+            f"| {lever.name} | `{shown}` | {' | '.join(cells)} | {results['steps']} | "
+            f"{results['train_minutes']:.1f} |"
+        )
+    return lines + ["", "Cells: best greedy valid BLEU within the budget (at update)."]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("levers", nargs="*", help="lever names (default: all)")
+    parser.add_argument("--tflop", type=float, default=40.0, help="training TFLOP per lever")
+    parser.add_argument("--jobs", type=int, default=1, help="levers trained at once")
+    parser.add_argument(
+        "--out", type=Path, default=Path("multirun/levers") / time.strftime("%Y-%m-%d")
+    )
+    parser.add_argument("--list", action="store_true", help="print the levers and exit")
+    parser.add_argument("--table", type=Path, help="print the table of a finished set and exit")
+    args = parser.parse_args()
+    if args.list:
+        for lever in LEVERS.values():
+            print(f"{lever.name:34} {' '.join(lever.overrides)}")
+        return 0
+    if args.table:
+        print("\n".join(table(args.table, args.tflop)))
+        return 0
+    unknown = [name for name in args.levers if name not in LEVERS]
+    if unknown:
+        parser.error(f"unknown levers {unknown}; --list shows them")
+    chosen = [LEVERS[name] for name in args.levers] if args.levers else list(LEVERS.values())
+    threads = max(1, (os.cpu_count() or 1) // args.jobs)
+    with ThreadPoolExecutor(args.jobs) as pool:
+        list(pool.map(lambda lever: train(lever, args.tflop, args.out, threads), chosen))
+    print("\n".join(table(args.out, args.tflop)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
