@@ -22,6 +22,9 @@ Sections of the dated entry it appends (the file is created with a header if mis
    TFLOP of training (`train/tflop`: the analytic FLOPs of every batch, machine-independent).
 6. Profile: `torch.profiler` table of one training step of `default_cpu` (top operators
    by self CPU time), written to `benchmarks/profile_default_cpu.txt`.
+7. Dropout's cost (`--dropout`): `default_cpu`'s update time with dropout at every site,
+   at fewer sites, and off (`DROPOUT_VARIANTS`), measured in alternating rounds; the
+   median over rounds, and the ratio to every site.
 """
 
 from __future__ import annotations
@@ -65,6 +68,19 @@ MATMUL_SHAPES = ((4096, 256, 1024), (4096, 256, 4000), (2048, 512, 512))  # (m, 
 QUALITY_MINUTES = (5, 10, 20)
 QUALITY_TFLOP = (10, 20, 40, 80, 120)  # training TFLOP budgets (issue: quality per compute)
 QUICK_PRESETS = ("default_cpu", "gru_additive")
+# Where the Transformer draws dropout masks (rate 0.1 wherever it is on): the embeddings
+# (model.embed_dropout), the encoder/decoder inputs and every sublayer output (dropout),
+# inside every FFN (ff_dropout, the widest masks).
+DROPOUT_VARIANTS = {
+    "every site": ["model.embed_dropout=0.1", "encoder.dropout=0.1", "decoder.dropout=0.1",
+                   "encoder.ff_dropout=0.1", "decoder.ff_dropout=0.1"],
+    "inputs + sublayer outputs": ["model.embed_dropout=0", "encoder.dropout=0.1",
+                                  "decoder.dropout=0.1", "encoder.ff_dropout=0",
+                                  "decoder.ff_dropout=0"],
+    "none": ["model.embed_dropout=0", "encoder.dropout=0", "decoder.dropout=0",
+             "encoder.ff_dropout=0", "decoder.ff_dropout=0"],
+}  # fmt: skip
+DROPOUT_ROUNDS = 3
 FULL_DEFAULTS = {"warmup": 3, "reps": 5, "steps": 8, "sentences": 1000, "matmul_reps": 10}
 QUICK_DEFAULTS = {"warmup": 1, "reps": 2, "steps": 2, "sentences": 100, "matmul_reps": 3}
 HEADER = """# Benchmarks
@@ -159,9 +175,15 @@ def ceiling_section(reps: int, device: torch.device) -> tuple[list[str], float]:
 
 
 def preset_config(
-    preset: str, threads: int, device: str, max_tokens: int | None, compiled: bool = False
+    preset: str,
+    threads: int,
+    device: str,
+    max_tokens: int | None,
+    compiled: bool = False,
+    extra: list[str] | None = None,
 ) -> DictConfig:
     overrides = [f"+experiment={preset}", f"trainer.threads={threads}", f"trainer.device={device}"]
+    overrides += extra or []
     if compiled:
         overrides.append("trainer.compile=true")
     if max_tokens is not None:
@@ -247,7 +269,10 @@ def profile_step(trainer: Trainer, indices: list[int], path: Path) -> list[str]:
 def worker(args: argparse.Namespace) -> None:
     """The subprocess of one preset: print one JSON line with its measurements."""
     options = bench_options(args)
-    cfg = preset_config(args.worker, options.threads, args.device, args.max_tokens, args.compile)
+    extra = json.loads(args.worker_overrides) if args.worker_overrides else None
+    cfg = preset_config(
+        args.worker, options.threads, args.device, args.max_tokens, args.compile, extra
+    )
     with tempfile.TemporaryDirectory() as run_dir:
         trainer = assemble_trainer(cfg, Path(run_dir), observe=False)  # as seq2seq-train
         result = measure_training(trainer, options)
@@ -260,12 +285,19 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def run_worker(
-    preset: str, args: argparse.Namespace, profile: bool, compiled: bool = False
+    preset: str,
+    args: argparse.Namespace,
+    profile: bool,
+    compiled: bool = False,
+    overrides: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Run `worker` for `preset` in a fresh Python process; its JSON, or {"error": ...}."""
+    """Run `worker` for `preset` (plus Hydra `overrides`) in a fresh Python process; its
+    JSON, or {"error": ...}."""
     command = [sys.executable, __file__, "--worker", preset, *worker_arguments(args)]
     if compiled:
         command.append("--compile")
+    if overrides:
+        command += ["--worker-overrides", json.dumps(overrides)]
     if profile:
         command += ["--worker-profile", str(args.profile_out)]
     threads = str(bench_options(args).threads)
@@ -329,6 +361,35 @@ def training_row(preset: str, result: dict[str, Any], ceiling: float) -> str:
         f"{result['peak_rss_mib']:,.0f}",
     ]
     return "| " + " | ".join(cells) + " |"
+
+
+def dropout_section(args: argparse.Namespace, ceiling: float) -> list[str]:
+    """default_cpu's update time per dropout variant: the median over alternating rounds
+    (each round measures every variant once, so a slow spell hits all of them)."""
+    seconds: dict[str, list[float]] = {name: [] for name in DROPOUT_VARIANTS}
+    rows: dict[str, dict[str, Any]] = {}
+    for _ in range(DROPOUT_ROUNDS):
+        for name, overrides in DROPOUT_VARIANTS.items():
+            result = run_worker("default_cpu", args, profile=False, overrides=overrides)
+            if "error" in result:
+                return [f"Dropout variant {name!r} failed: {result['error']}"]
+            seconds[name].append(result["step_seconds"])
+            rows[name] = result
+    every = statistics.median(seconds["every site"])
+    lines = [
+        "| dropout | overrides | step s (median of rounds) | rounds | MFU | vs every site |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, overrides in DROPOUT_VARIANTS.items():
+        median = statistics.median(seconds[name])
+        mfu = rows[name]["gflops_per_step"] / median / ceiling
+        shown = " ".join(overrides)
+        rounds = ", ".join(f"{value:.3f}" for value in seconds[name])
+        lines.append(
+            f"| {name} | `{shown}` | {median:.3f} | {rounds} | {100 * mfu:.1f}% | "
+            f"{every / median:.2f}× |"
+        )
+    return lines
 
 
 # ---------------------------------------------------------------- decoding and quality
@@ -443,6 +504,8 @@ def build_entry(args: argparse.Namespace) -> list[str]:
         lines += ["", "### Decoding (test split)", "", *decoding]
     if args.run_dir:
         lines += ["", "### Time to quality", "", *quality_section(args.run_dir)]
+    if args.dropout:
+        lines += ["", "### Dropout's cost (default_cpu)", "", *dropout_section(args, ceiling)]
     if profile_lines:
         lines += ["", "### Profile", "", *profile_lines]
     return lines
@@ -476,7 +539,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--out", type=Path, default=Path("BENCHMARKS.md"), help="the file to append to")
     add("--profile-out", type=Path, default=Path("benchmarks/profile_default_cpu.txt"))
     add("--worker", choices=PRESETS, help=argparse.SUPPRESS)  # internal: one preset's process
+    add("--dropout", action="store_true", help="also default_cpu's update time per dropout site")
     add("--worker-profile", type=Path, help=argparse.SUPPRESS)  # internal: profile it there
+    add("--worker-overrides", help=argparse.SUPPRESS)  # internal: JSON list of Hydra overrides
     return parser
 
 

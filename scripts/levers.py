@@ -29,7 +29,12 @@ from seq2seq.runs.reading import best_within, read_results, read_scalars
 # Measured on the default model (BENCHMARKS.md): GFLOP per update with 2,048-token batches.
 DEFAULT_GFLOP_PER_UPDATE = 43.4
 BASE = ["+experiment=default_cpu", "trainer.max_minutes=null", "trainer.test_search.beam_size=1"]
-NO_DROPOUT = ["model.embed_dropout=0", "encoder.dropout=0", "decoder.dropout=0"]
+NO_DROPOUT = ["model.embed_dropout=0", "encoder.dropout=0", "decoder.dropout=0",
+              "encoder.ff_dropout=0", "decoder.ff_dropout=0"]  # fmt: skip
+# Dropout on the encoder/decoder inputs and sublayer outputs only (as Vaswani et al. §5.4):
+# no second mask on the embeddings, none inside the FFNs.
+FEWER_DROPOUT_SITES = ["model.embed_dropout=0", "encoder.ff_dropout=0", "decoder.ff_dropout=0"]
+COSINE_2E3 = ["schedule=cosine", "optim.lr=2e-3", "schedule.warmup_steps=200"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,14 @@ LEVERS = {
         Lever(
             "tokens_1024_dropout_0",
             ("data.max_tokens=1024", *NO_DROPOUT),
+            DEFAULT_GFLOP_PER_UPDATE / 2,
+        ),
+        Lever("fewer_dropout_sites", tuple(FEWER_DROPOUT_SITES)),
+        Lever("cosine_lr_2e-3_fewer_dropout_sites", (*COSINE_2E3, *FEWER_DROPOUT_SITES)),
+        Lever("cosine_lr_2e-3_dropout_0", (*COSINE_2E3, *NO_DROPOUT)),
+        Lever(
+            "tokens_1024_cosine_lr_2e-3_fewer_dropout_sites",
+            ("data.max_tokens=1024", *COSINE_2E3, *FEWER_DROPOUT_SITES),
             DEFAULT_GFLOP_PER_UPDATE / 2,
         ),
     )

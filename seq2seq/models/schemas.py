@@ -38,7 +38,8 @@ class TransformerConfig(LayerStackConfig):
 
     heads: int = 4
     ff_size: int = 1024
-    dropout: float = 0.1
+    dropout: float = 0.1  # on the input and on each sublayer's output (Vaswani et al. §5.4)
+    ff_dropout: float = 0.1  # inside the FFN, after ReLU; 0 skips the widest dropout mask
     attention_dropout: float = 0.0  # > 0 keeps CPU attention off torch's flash kernel
     positional: Positional = Positional.sinusoidal
     max_positions: int = 1024

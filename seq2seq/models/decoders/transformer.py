@@ -58,6 +58,7 @@ class TransformerDecoderLayer(nn.Module):
         dropout: float,
         cross_attention: nn.Module,
         attention_dropout: float = 0.0,
+        ff_dropout: float = 0.1,
     ) -> None:
         super().__init__()
         self.self_norm = nn.LayerNorm(hidden_size)
@@ -65,7 +66,7 @@ class TransformerDecoderLayer(nn.Module):
         self.cross_norm = nn.LayerNorm(hidden_size)
         self.cross_attention = cross_attention
         self.ff_norm = nn.LayerNorm(hidden_size)
-        self.feed_forward = FeedForward(hidden_size, ff_size, dropout)
+        self.feed_forward = FeedForward(hidden_size, ff_size, ff_dropout)
         self.dropout = nn.Dropout(dropout)
 
     def forward(
@@ -130,6 +131,7 @@ class TransformerDecoder(CachedDecoder):
         heads: int = 4,
         ff_size: int = 1024,
         dropout: float = 0.1,
+        ff_dropout: float = 0.1,
         attention_dropout: float = 0.0,
         positional: str = "sinusoidal",
         max_positions: int = 1024,
@@ -150,6 +152,7 @@ class TransformerDecoder(CachedDecoder):
                 heads=heads,
                 ff_size=ff_size,
                 dropout=dropout,
+                ff_dropout=ff_dropout,
                 attention_dropout=attention_dropout,
                 cross_attention=attention(
                     query_dim=hidden_size, key_dim=hidden_size, value_dim=hidden_size

@@ -28,7 +28,7 @@ class PreNormEncoderLayer(nn.Module):
     """One encoder block, `(B, S, d) -> (B, S, d)`:
 
     x = x + dropout(SelfAttention(LN(x)))     multi-head scaled dot-product, padding keys masked
-    x = x + dropout(FFN(LN(x)))
+    x = x + dropout(FFN(LN(x)))               FFN with `ff_dropout` after its ReLU
     """
 
     def __init__(
@@ -38,12 +38,13 @@ class PreNormEncoderLayer(nn.Module):
         ff_size: int,
         dropout: float,
         attention_dropout: float = 0.0,
+        ff_dropout: float = 0.1,
     ) -> None:
         super().__init__()
         self.attention_norm = nn.LayerNorm(hidden_size)
         self.self_attention = self_attention(hidden_size, heads, attention_dropout)
         self.feed_forward_norm = nn.LayerNorm(hidden_size)
-        self.feed_forward = FeedForward(hidden_size, ff_size, dropout)
+        self.feed_forward = FeedForward(hidden_size, ff_size, ff_dropout)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
@@ -84,6 +85,7 @@ class TransformerEncoder(Encoder):
         heads: int = 4,
         ff_size: int = 1024,
         dropout: float = 0.1,
+        ff_dropout: float = 0.1,
         attention_dropout: float = 0.0,
         positional: str = "sinusoidal",
         max_positions: int = 1024,
@@ -99,7 +101,7 @@ class TransformerEncoder(Encoder):
         self.positions = position_table(positional, hidden_size, max_positions)
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            PreNormEncoderLayer(hidden_size, heads, ff_size, dropout, attention_dropout)
+            PreNormEncoderLayer(hidden_size, heads, ff_size, dropout, attention_dropout, ff_dropout)
             for _ in range(num_layers)
         )
         self.final_norm = nn.LayerNorm(hidden_size)
