@@ -5,5 +5,6 @@
 * `words`: which word of its text each subword piece belongs to;
 * `attention`: a model's teacher-forced attention, every layer and head;
 * `extract`: word links from attention (layer, head or head mean, argmax or threshold).
-* `gold`: the hand-aligned gold sets shipped in `gold/` (read in either direction).
+* `gold`: the hand-aligned gold sets shipped in `gold/` (read in either direction);
+* `statistical`: a non-neural baseline (eflomal), symmetrised and scored on the gold set.
 """
