@@ -6,7 +6,9 @@
 
 Every run folder holding `checkpoints/best.pt` (searched recursively) gives one panel: the
 last attention layer's head mean, titled by the settings in which the runs differ
-(attention score / region / heads, encoder...). By default each model translates the
+(attention score / region / heads, encoder...). Runs that differ only in `trainer.seed`
+(`make compare` trains each configuration with several seeds) give one panel, of the
+lowest seed; `--all-seeds` draws every run. By default each model translates the
 sentence greedily; with `--reference` all models are teacher-forced on that translation,
 so every panel has the same rows. `--tensorboard DIR` also logs the image there.
 The work is done by `seq2seq.runs.alignments`.
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.runs.alignments import collect_panels
-from seq2seq.runs.reading import find_checkpoints
+from seq2seq.runs.reading import BEST_CHECKPOINT, find_checkpoints, one_per_configuration
 from seq2seq.training.logger import RunLogger
 from seq2seq.visualise.heatmap import draw_comparison, figure_to_rgb
 
@@ -34,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=Path("alignment_comparison.png"))
     parser.add_argument("--tensorboard", type=Path, help="also log the image in DIR/tensorboard")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--all-seeds", action="store_true", help="one panel per run, not per configuration"
+    )
     return parser
 
 
@@ -41,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args = build_parser().parse_args(argv)
     checkpoints = find_checkpoints(args.runs)
+    if not args.all_seeds:
+        runs = one_per_configuration([checkpoint.parent.parent for checkpoint in checkpoints])
+        checkpoints = [run / BEST_CHECKPOINT for run in runs]
     try:
         sentence, panels = collect_panels(checkpoints, args.device, args.sentence, args.reference)
     except (CheckpointError, ValueError) as error:

@@ -51,12 +51,21 @@ def test_the_sweeps_cover_the_registered_components():
     }
 
 
-def fake_run(run_dir: Path, attention: str, results: dict | None, scalars: dict) -> None:
-    """A run folder as `seq2seq-train` leaves it: config, results, one event file."""
+def fake_run(
+    run_dir: Path,
+    attention: str,
+    results: dict | None,
+    scalars: dict,
+    *,
+    experiment: str = "compare_gru",
+    extra: tuple[str, ...] = (),
+) -> None:
+    """A run folder as `seq2seq-train` leaves it: config, results, one event file. `extra`
+    overrides (`trainer.seed=2`, `data.root=...`) join the config and the command line."""
     (run_dir / ".hydra").mkdir(parents=True)
-    cfg = compose_config(["+experiment=compare_gru", f"attention={attention}"])
+    overrides = [f"+experiment={experiment}", f"attention={attention}", *extra]
+    cfg = compose_config(overrides)
     OmegaConf.save(cfg, run_dir / ".hydra" / "config.yaml")
-    overrides = ["+experiment=compare_gru", f"attention={attention}"]
     OmegaConf.save(OmegaConf.create(overrides), run_dir / ".hydra" / "overrides.yaml")
     if results is not None:
         (run_dir / "results.json").write_text(json.dumps(results), encoding="utf-8")
@@ -119,19 +128,24 @@ def test_markdown_table_shows_dashes_for_missing_values(sweep, tmp_path):
     compare = load_script("compare")
     compare.main([str(sweep), "--out-dir", str(tmp_path), "--no-image"])
     text = (tmp_path / "COMPARISON.md").read_text(encoding="utf-8")
-    rows = [cells(line) for line in text.splitlines() if line.startswith("| attention |")]
+    rows = [cells(line) for line in text.splitlines() if line.startswith("| score=")]
     assert rows[0][:10] == [
-        "attention", "score=dot · region=soft", "3,892,384", "60", "1.3", "200",
+        "score=dot · region=soft", "1", "3,892,384", "60", "1.3", "200",
         "13.00", "12.00", "40.50", "0.500",
     ]  # fmt: skip
-    assert rows[1].count("—") == 1  # only the alignment accuracy is missing
-    assert rows[2].count("—") == 8  # the crashed run has nothing but its name and folder
+    # no checkpoint (no AER), no test.hyp (no test), no baseline: those cells are dashes
+    assert rows[1].count("—") == 1 + 3  # and the alignment accuracy
+    assert rows[2][1] == "0/1"  # the crashed run: no finished seed
+    assert rows[2].count("—") == 11  # it has nothing but its name, seeds and folder
 
 
 def test_a_linked_run_joins_the_other_sweep_and_the_header_names_the_command(sweep, tmp_path):
     """`make compare` links the attention sweep's GRU run into the encoder sweep."""
     encoders = tmp_path / "encoders"
-    fake_run(encoders / "0_encoder=lstm", "additive", results(3_950_000, 11.0), {})
+    fake_run(
+        encoders / "0_encoder=lstm", "additive", results(3_950_000, 11.0), {},
+        experiment="compare_lstm",
+    )  # fmt: skip
     (encoders / "4_encoder=gru").symlink_to(sweep / "1_attention=additive")
     compare = load_script("compare")
     out = tmp_path / "out"
@@ -141,7 +155,8 @@ def test_a_linked_run_joins_the_other_sweep_and_the_header_names_the_command(swe
     )
     text = (out / "COMPARISON.md").read_text(encoding="utf-8")
     assert f"Runs trained by `{made_by}`" in text
-    rows = [cells(line) for line in text.splitlines() if line.startswith("| encoders |")]
+    section = text.split("## encoders")[1].split("## ")[0]
+    rows = [cells(line) for line in section.splitlines() if line.startswith("| encoder=")]
     assert [row[-1] for row in rows] == [
         str(encoders / "0_encoder=lstm"),
         str(encoders / "4_encoder=gru"),

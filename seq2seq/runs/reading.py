@@ -3,13 +3,16 @@ they logged, and what sets them apart.
 
 A run folder holds `.hydra/config.yaml` (the composed config), `results.json` (written by
 `seq2seq.runs.assemble` when the run ends), `checkpoints/` and `tensorboard/`. A sweep is
-a folder of run folders, named by Hydra `<job number>_<overrides>`.
+a folder of run folders, named by Hydra `<job number>_<overrides>`. Runs whose configs
+differ only in `trainer.seed` are one configuration (`group_by_configuration`): `make
+compare` trains each configuration with several seeds.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,14 +186,60 @@ def run_titles(runs: list[Path], configs: list[Any]) -> list[str]:
 
 
 def best_choice(sweep_dir: Path, group: str) -> str:
-    """The `group=<option>` command-line choice of the sweep's run with the best valid BLEU
-    (`make compare` picks sweep B's attention this way: by validation, never by test)."""
-    scored = []
+    """The `group=<option>` command-line choice with the best valid BLEU in the sweep, the
+    mean over its finished runs (its seeds; `make compare` picks sweep B's attention this
+    way: by validation, never by test). A tie goes to the option met first in job order."""
+    scored: dict[str, list[float]] = {}
     for run in find_runs(sweep_dir):
         valid_bleu = read_results(run).get("valid_best_bleu")
         choice = command_line_choice(run, group)
         if valid_bleu is not None and choice is not None:
-            scored.append((valid_bleu, choice))
+            scored.setdefault(choice, []).append(valid_bleu)
     if not scored:
         raise FileNotFoundError(f"no finished run below {sweep_dir} sets {group}=...")
-    return max(scored, key=lambda pair: pair[0])[1]
+    return max(scored, key=lambda choice: statistics.fmean(scored[choice]))
+
+
+# ---------------------------------------------------------------- seeds
+
+SEED_KEY = "trainer.seed"  # changes initialisation and data order; `data.seed` (the split) does not
+
+
+def run_seed(config: Any) -> int | None:
+    """The run's `trainer.seed` (None when its config has none)."""
+    value = OmegaConf.select(config, SEED_KEY) if isinstance(config, DictConfig) else None
+    return None if value is None else int(value)
+
+
+def configuration_key(config: Any) -> str:
+    """The run's composed config without `trainer.seed`, as a string: runs with equal keys
+    differ only in their seed, and are one configuration of a sweep."""
+    plain_config = (
+        OmegaConf.to_container(config, resolve=False)
+        if isinstance(config, DictConfig)
+        else dict(config)
+    )
+    trainer = plain_config.get("trainer")
+    if isinstance(trainer, dict):
+        plain_config["trainer"] = {k: v for k, v in trainer.items() if k != "seed"}
+    return json.dumps(plain_config, sort_keys=True, default=str)
+
+
+def group_by_configuration(configs: list[Any]) -> list[list[int]]:
+    """Indices of the runs (given by their configs, in job order) grouped by configuration,
+    the groups in the order of their first run, each group's runs by seed then job order."""
+    groups: dict[str, list[int]] = {}
+    for index, config in enumerate(configs):
+        groups.setdefault(configuration_key(config), []).append(index)
+    seeds = [run_seed(config) for config in configs]
+    return [
+        sorted(members, key=lambda i: (seeds[i] is None, seeds[i] or 0, i))
+        for members in groups.values()
+    ]
+
+
+def one_per_configuration(runs: list[Path]) -> list[Path]:
+    """The run with the lowest seed of each configuration, in the order of `runs` (one
+    alignment panel per configuration instead of one per seed)."""
+    configs = [read_config(run) for run in runs]
+    return [runs[group[0]] for group in group_by_configuration(configs)]
