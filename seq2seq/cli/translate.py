@@ -4,6 +4,15 @@
     seq2seq-translate CHECKPOINT -i input.zh > out.en    # a file (or standard input)
     seq2seq-translate CHECKPOINT "我爱中国。" --show-attention --plot align.png
     seq2seq-translate CHECKPOINT -i input.zh --alignments  # translation<TAB>0-0 1-2 ...
+    seq2seq-translate CHECKPOINT "我爱中国。" "你好。" --html align.html   # attention viewer
+    seq2seq-translate RUN/checkpoints/best.pt --probes --html probes.html
+
+`--html PAGE` writes one self-contained page (no network access) showing every layer and
+head of the cross-attention and, for Transformers, of the encoder and decoder
+self-attention of each sentence's best output: hover a piece or a cell to read its
+weights (`seq2seq.visualise.viewer`). `--probes` translates the built-in probe sentences
+of the checkpoint's language pair (`seq2seq/visualise/probes/`) instead of sentences or
+a file, and the page shows their reference translations too.
 
 Every problem with the options, the input or the checkpoint (a hostile or broken config,
 unreadable tokenisers) is one error line on stderr and exit code 2, never a traceback.
@@ -27,6 +36,7 @@ from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.decoding import SearchSettings, SearchSettingsError
 from seq2seq.inference import Translation, Translator
+from seq2seq.visualise.probes import Probe, probes_for
 from seq2seq.visualise.text import attention_matrix_text
 
 
@@ -125,7 +135,40 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="append a TAB and the word links (Pharaoh i-j) of each output, from its attention",
     )
+    parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="PAGE",
+        help="write an interactive attention viewer of every sentence (one self-contained file)",
+    )
+    parser.add_argument(
+        "--probes",
+        action="store_true",
+        help="translate the built-in probe sentences of the checkpoint's language pair",
+    )
     return parser
+
+
+def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """One error line and exit code 2 for options that cannot work together or a page that
+    cannot be written, before the checkpoint is loaded."""
+    if args.probes and (args.sentences or args.input):
+        parser.error("--probes translates the probe sentences: give no sentences or --input")
+    if args.html is not None:
+        if args.html.is_dir():
+            parser.error(f"--html {args.html}: is a folder; give a file name such as align.html")
+        if not args.html.parent.is_dir():
+            parser.error(f"--html {args.html}: the folder {args.html.parent} does not exist")
+
+
+def checkpoint_probes(translator: Translator) -> list[Probe]:
+    """The built-in probes of the checkpoint's pair (a probe file named in a checkpoint is
+    never read); InputError when there are none."""
+    src_lang, tgt_lang = translator.config.data.src_lang, translator.config.data.tgt_lang
+    probes = probes_for(src_lang, tgt_lang)
+    if not probes:
+        raise InputError(f"--probes: no built-in probe sentences for {src_lang}→{tgt_lang}")
+    return probes
 
 
 def decode_lines(raw: Iterable[bytes], name: str) -> list[str]:
@@ -206,14 +249,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     settings = checked_settings(parser, args)
+    check_outputs(parser, args)
     try:
-        lines = read_lines(args)
+        lines = [] if args.probes else read_lines(args)
     except InputError as error:
         parser.error(str(error))
     translator = load_translator(args, "seq2seq-translate")
     if translator is None:
         return 2
-    need_weights = args.show_attention or args.plot is not None or args.alignments
+    references: list[str | None] = [None] * len(lines)
+    if args.probes:
+        try:
+            probes = checkpoint_probes(translator)
+        except InputError as error:
+            print(f"seq2seq-translate: {error}", file=sys.stderr)
+            return 2
+        lines, references = [p.source for p in probes], [p.reference for p in probes]
+    draws = args.plot is not None or args.html is not None
+    need_weights = args.show_attention or args.alignments or draws
     translations = translator.translate(lines, settings, need_weights)
     try:
         links = [output_links(translator, t) for t in translations] if args.alignments else None
@@ -221,8 +274,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"seq2seq-translate: --alignments: {error}", file=sys.stderr)
         return 2
     print_translations(translations, settings.n_best, links, args.show_attention)
+    if args.html is not None and write_page(translator, translations, references, args.html):
+        return 2
     if args.plot is not None and translations:
         return plot_first(translator, translations[0], args.plot)
+    return 0
+
+
+def write_page(
+    translator: Translator,
+    translations: Sequence[Translation],
+    references: Sequence[str | None],
+    path: Path,
+) -> int:
+    """Write the attention viewer; 0, or 2 after one error line."""
+    from seq2seq.visualise.viewer import ViewerError, write_viewer
+
+    try:
+        write_viewer(path, translator, translations, references)
+    except (ViewerError, OSError) as error:
+        print(f"seq2seq-translate: --html {path}: {one_line(error)}", file=sys.stderr)
+        return 2
+    print(f"attention viewer saved to {path}", file=sys.stderr)
     return 0
 
 

@@ -9,8 +9,20 @@ The names of the scores and regions are those registered (`seq2seq.registry.name
 `names("region")`).
 """
 
-from seq2seq.models.attention.attention import Attention, self_attention, self_attention_flops
+from seq2seq.models.attention.attention import (
+    Attention,
+    recording_weights,
+    self_attention,
+    self_attention_flops,
+)
 from seq2seq.models.attention.none import NoAttention
 from seq2seq.models.attention.regions import LOCAL_MODES
 
-__all__ = ["Attention", "NoAttention", "self_attention", "self_attention_flops", "LOCAL_MODES"]
+__all__ = [
+    "Attention",
+    "NoAttention",
+    "recording_weights",
+    "self_attention",
+    "self_attention_flops",
+    "LOCAL_MODES",
+]

@@ -15,7 +15,8 @@ schema `AttentionConfig`; the score and region are chosen by their registered na
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +78,10 @@ class Attention(MemoryAttention):
     `region="soft"`, `head_dim` with one head) are ignored. Dropout acts on the weights
     that multiply the values, in training only; the returned weights are before dropout.
     A query with no visible key gets an all-zero context and all-zero weights.
+
+    `recording_weights([module, ...])` makes `attend` compute the weights explicitly even
+    when they are not asked for (the Transformer's self-attention) and keep them, for
+    viewers; the computation is the same and a module that is not recorded is unchanged.
     """
 
     def __init__(
@@ -118,6 +123,7 @@ class Attention(MemoryAttention):
         )
         self.score = build_score(score, query_width, key_width, heads, **options)
         self.region = build_region(region, query_width, heads, **options)
+        self.recorded: list[torch.Tensor] | None = None  # set by `recording_weights`
 
     def _build_head_projections(self, head_dim: int | None) -> tuple[int, int]:
         """Create W_Q, W_K, W_V, W_O for several heads; return the per-head (query, key) widths."""
@@ -214,10 +220,12 @@ class Attention(MemoryAttention):
         """
         check_attend_inputs(query, proj_keys, proj_values, mask, self.query_dim, self.heads)
         query_per_head = self._split_query(query)  # (batch, heads, tgt_len, query_width)
-        if not need_weights and self.uses_fused_kernel:
+        if not need_weights and self.recorded is None and self.uses_fused_kernel:
             context = self._fused_context(query_per_head, proj_keys, proj_values, mask, causal)
             return self._merge_heads(context), None
         weights = self._weights(query_per_head, proj_keys, mask, causal, query_positions)
+        if self.recorded is not None:
+            self.recorded.append(weights.detach())  # (batch, heads, tgt_len, src_len)
         dropped = F.dropout(weights, self.dropout, self.training).to(proj_values.dtype)
         context = dropped @ proj_values  # (batch, heads, tgt_len, value_width)
         return self._merge_heads(context), weights
@@ -275,6 +283,23 @@ def _query_positions(query_positions, batch: int, tgt_len: int, device) -> torch
             f"{tuple(query_positions.shape)}"
         )
     return query_positions.reshape(-1, tgt_len)
+
+
+@contextmanager
+def recording_weights(modules: Iterable[Attention]) -> Iterator[list[list[torch.Tensor]]]:
+    """Within the block, every `attend` call of each module keeps its weights
+    `(batch, heads, tgt_len, src_len)`: yields one list per module, filled call by call
+    (a teacher-forced pass calls each layer's attention once; step-by-step decoding once
+    per step). The modules stop recording when the block ends."""
+    modules = list(modules)
+    records: list[list[torch.Tensor]] = [[] for _ in modules]
+    for module, record in zip(modules, records):
+        module.recorded = record
+    try:
+        yield records
+    finally:
+        for module in modules:
+            module.recorded = None
 
 
 def self_attention(width: int, heads: int, dropout: float = 0.0) -> Attention:
