@@ -82,6 +82,11 @@ LEVERS = {
             ("data.max_tokens=1024", *COSINE_2E3, *FEWER_DROPOUT_SITES),
             DEFAULT_GFLOP_PER_UPDATE / 2,
         ),
+        Lever(
+            "tokens_1024_cosine_lr_2e-3_dropout_0",
+            ("data.max_tokens=1024", *COSINE_2E3, *NO_DROPOUT),
+            DEFAULT_GFLOP_PER_UPDATE / 2,
+        ),
     )
 }
 
