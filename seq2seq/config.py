@@ -70,8 +70,9 @@ class TrainerConfig:
     seed: int = 1234
     threads: int = 0  # torch intra-op threads; 0 = torch's default
     device: str = "auto"  # auto | cpu | cuda | cuda:N
+    precision: str = "auto"  # auto (bf16 autocast on CUDA, float32 on the CPU) | bf16 | fp32
     compile: bool = False  # torch.compile the training forward + loss (see BENCHMARKS.md)
-    resume: str | None = None  # checkpoint file, run folder, or "last"
+    resume: str | None = None  # checkpoint file, run folder, "last", or "auto" (this run folder)
     average_last: int = 0  # average the weights of the last N validations; kept if valid BLEU rises
     valid_max_sentences: int | None = None  # evenly spaced subset of the valid split
     max_nonfinite_steps: int = 10  # stop after N updates in a row with a NaN/inf loss or grad norm

@@ -110,6 +110,11 @@ def device_rule(value: Any) -> str | None:
     return None
 
 
+def precision_rule(value: Any) -> str | None:
+    """`trainer.precision`: the autocast of the training and validation passes."""
+    return None if value in ("auto", "bf16", "fp32") else "must be auto, bf16 or fp32"
+
+
 FRACTION = in_range(0.0, 1.0)  # dropouts, label smoothing: [0, 1)
 PROBABILITY = in_range(0.0, 1.0, high_open=False)  # [0, 1]
 
@@ -164,6 +169,7 @@ SECTION_RULES: dict[str, dict[str, Rule]] = {
         "valid_max_sentences": optional(at_least(1)),
         "max_nonfinite_steps": at_least(1),
         "device": device_rule,
+        "precision": precision_rule,
     },
 }
 

@@ -5,6 +5,7 @@
     seq2seq-train -m attention=dot,general,additive # a sweep, one run folder each
     seq2seq-train +experiment=transformer_small trainer.max_steps=2000
     seq2seq-train trainer.resume=last               # continue the newest run
+    seq2seq-train -m +cluster=slurm attention=dot,additive  # a sweep of SLURM jobs (submitit)
     torchrun --standalone --nproc_per_node=2 -m seq2seq.cli.train hydra.run.dir=outputs/ddp
 
 A thin shell over `seq2seq.runs.assemble.train_and_test`, which does the work and which
@@ -12,9 +13,11 @@ tests and benchmarks call directly.
 
 Exit codes: 0 done; 2 a one-line error about the input or the run (a config value, a
 checkpoint, a data file, a run folder in use by another run, a checkpoint that could not be
-written, a diverged run); 143 stopped by SIGTERM or SIGUSR1 after saving `last.pt` at a step
-boundary (preempted: rerun the same command with `trainer.resume=<run folder>`). Ctrl-C also
-saves `last.pt` at a step boundary, then ends as an ordinary KeyboardInterrupt.
+written, a diverged run); 143 stopped by SIGTERM, SIGUSR1 or SIGUSR2 after saving `last.pt`
+at a step boundary (preempted: rerun the same command with `trainer.resume=<run folder>`, or
+`trainer.resume=auto` in the same folder). Under submitit the signal is then handed to
+submitit's handler, which requeues the job (`seq2seq.runs.cluster`). Ctrl-C also saves
+`last.pt` at a step boundary, then ends as an ordinary KeyboardInterrupt.
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ from seq2seq.config import register_configs
 from seq2seq.configs import SEARCH_PATH
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import FetchError
+from seq2seq.runs import cluster
 from seq2seq.runs.assemble import train_and_test
 from seq2seq.runs.folder import RESULTS_NAME, RunFolderBusy
 from seq2seq.training.trainer import TrainingDiverged, TrainingStopped
 
-# Exit code of a run stopped by SIGTERM or SIGUSR1 after saving `last.pt`: resumable.
+# Exit code of a run stopped by SIGTERM, SIGUSR1 or SIGUSR2 after saving `last.pt`: resumable.
 PREEMPTED_EXIT = 143
 # Errors that describe bad input or a run that cannot go on (a config value, a file, a
 # checkpoint, a busy run folder, a diverged run), reported in one line with exit code 2.
@@ -65,12 +69,14 @@ def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     outputs_root = Path(hydra_cfg.runtime.cwd) / "outputs"
+    cluster.export_submitit_ranks()  # a submitit job of several tasks: torchrun's variables
     try:
         results = train_and_test(cfg, run_dir, outputs_root)
     except USER_ERRORS as error:  # one clear line, not a traceback
         log.error("%s", error)
         raise SystemExit(2) from error
     except TrainingStopped as stopped:  # preempted; the trainer logged how to resume
+        cluster.hand_back(stopped.signum)  # submitit: requeue the job (and exit)
         raise SystemExit(PREEMPTED_EXIT) from stopped
     if results:  # rank 0 of a data-parallel run, or the only process
         print("\n".join(closing_lines(results)))

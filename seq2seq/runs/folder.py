@@ -55,10 +55,12 @@ def remove_stale_temporaries(run_dir: Path) -> None:
 
 
 def resolve_resume(resume: str | None, run_dir: Path, outputs_root: Path) -> Path | None:
-    """A checkpoint path from `trainer.resume`: a file, a run folder, or `last` (the newest
-    `last.pt` under the outputs folder)."""
+    """A checkpoint path from `trainer.resume`: a file, a run folder, `last` (the newest
+    `last.pt` under the outputs folder) or `auto` (`resumable_checkpoint(run_dir)`)."""
     if not resume:
         return None
+    if resume == "auto":
+        return resumable_checkpoint(run_dir)
     if resume == "last":  # a folder whose last.pt was lost mid-rotation still counts
         found = [
             p
@@ -73,3 +75,21 @@ def resolve_resume(resume: str | None, run_dir: Path, outputs_root: Path) -> Pat
         return max(found, key=lambda p: p.stat().st_mtime).with_name("last.pt")
     path = Path(resume)
     return path / "checkpoints" / "last.pt" if path.is_dir() else path
+
+
+def resumable_checkpoint(run_dir: Path) -> Path | None:
+    """`trainer.resume=auto`: the run folder's own `checkpoints/last.pt` when the folder
+    holds one (or only its previous version, `last.prev.pt`, left by a kill mid-rotation),
+    else None: a new run starts there. This is what a requeued job needs, since it is
+    started again with the same command and the same folder (a submitit job, a sweep job,
+    a fixed `hydra.run.dir`). A finished run (`results.json`) resumes too: its training is
+    over, so it only tests again, rather than training anew over its checkpoints."""
+    checkpoints = run_dir / "checkpoints"
+    if not any((checkpoints / name).is_file() for name in ("last.pt", "last.prev.pt")):
+        log.info("trainer.resume=auto: no checkpoint in %s, starting a new run", run_dir)
+        return None
+    if (run_dir / RESULTS_NAME).is_file():
+        log.info("trainer.resume=auto: %s has finished; testing it again", run_dir)
+    else:
+        log.info("trainer.resume=auto: continuing the run in %s", run_dir)
+    return checkpoints / "last.pt"

@@ -10,11 +10,12 @@ position points at the first batch of the next update (of its first micro-batch 
 `trainer.accumulate`), and the saved random state is the one at that boundary. Resuming
 from any checkpoint therefore replays exactly what an uninterrupted run would have done.
 
-Stopping. SIGTERM and SIGUSR1 (a scheduler's preemption) and Ctrl-C (SIGINT) set a flag
-that the loop reads at the next step boundary: it saves `last.pt` there, then raises
-`TrainingStopped` (SIGTERM, SIGUSR1) or KeyboardInterrupt (Ctrl-C). A second Ctrl-C stops
-at once without saving. The handlers are installed only while `fit` runs, and only in the
-main thread.
+Stopping. SIGTERM, SIGUSR1 and SIGUSR2 (a scheduler's preemption; SIGUSR2 is submitit's
+warning before a SLURM time limit) and Ctrl-C (SIGINT) set a flag that the loop reads at the
+next step boundary: it saves `last.pt` there, then raises `TrainingStopped` (SIGTERM,
+SIGUSR1, SIGUSR2) or KeyboardInterrupt (Ctrl-C). A second Ctrl-C stops at once without
+saving. The handlers are installed only while `fit` runs, and only in the main thread; the
+ones they replace (a job launcher's, e.g. submitit's requeue) are restored afterwards.
 
 Non-finite updates. An update whose loss or gradient norm is NaN or infinite is skipped:
 its gradients are dropped, neither the optimiser nor the schedule steps, and the step
@@ -64,7 +65,9 @@ from seq2seq.training.progress import MetricsFile, ProgressDisplay
 log = logging.getLogger(__name__)
 # Signals that stop training at the next step boundary, after saving `last.pt`.
 STOP_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGTERM", "SIGUSR1", "SIGINT") if hasattr(signal, name)
+    getattr(signal, name)
+    for name in ("SIGTERM", "SIGUSR1", "SIGUSR2", "SIGINT")
+    if hasattr(signal, name)
 )
 
 
@@ -73,19 +76,21 @@ class TrainingDiverged(RuntimeError):
 
 
 class TrainingStopped(Exception):
-    """A stop signal (SIGTERM, SIGUSR1) ended training at a step boundary; `last.pt` holds
-    that boundary, so the run can be resumed."""
+    """A stop signal (SIGTERM, SIGUSR1, SIGUSR2) ended training at a step boundary; `last.pt`
+    holds that boundary, so the run can be resumed. `signum` is the signal this process
+    received (None when another rank received it)."""
 
-    def __init__(self, signal_name: str, step: int, checkpoint: Path):
+    def __init__(self, signal_name: str, step: int, checkpoint: Path, signum: int | None = None):
         super().__init__(f"{signal_name}: stopped at step {step}, saved {checkpoint}")
         self.signal_name, self.step, self.checkpoint = signal_name, step, checkpoint
+        self.signum = signum
 
 
 class StopRequest:
-    """While entered (in the main thread), SIGTERM, SIGUSR1 and SIGINT only record that a
-    stop was asked for; the training loop reads `received` at its step boundaries. A SIGINT
-    while a stop is already pending raises KeyboardInterrupt at once (an impatient Ctrl-C).
-    The previous handlers are restored on exit."""
+    """While entered (in the main thread), SIGTERM, SIGUSR1, SIGUSR2 and SIGINT only record
+    that a stop was asked for; the training loop reads `received` at its step boundaries.
+    A SIGINT while a stop is already pending raises KeyboardInterrupt at once (an impatient
+    Ctrl-C). The previous handlers are restored on exit."""
 
     def __init__(self) -> None:
         self.received: int | None = None
@@ -191,8 +196,11 @@ class Trainer:
         return instantiate_part(self.cfg.schedule, "schedule", optimizer=self.optimizer, **extra)
 
     def autocast(self):
-        if self.device.type == "cuda":
-            return torch.autocast("cuda", dtype=torch.bfloat16)
+        """bf16 autocast with `trainer.precision=bf16`, and with `auto` on CUDA; else
+        float32. The weights, the optimiser state and the loss stay in float32."""
+        precision = self.tcfg.precision
+        if precision == "bf16" or (precision == "auto" and self.device.type == "cuda"):
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
     # ------------------------------------------------------------------ loop
@@ -200,9 +208,10 @@ class Trainer:
     def fit(self) -> Progress:
         """Train until max_steps, max_epochs, the time budget or early stopping.
 
-        Raises TrainingStopped (SIGTERM, SIGUSR1) or KeyboardInterrupt (Ctrl-C) after saving
-        `last.pt` at the step boundary that followed the signal, and TrainingDiverged when
-        `trainer.max_nonfinite_steps` updates in a row were not finite."""
+        Raises TrainingStopped (SIGTERM, SIGUSR1, SIGUSR2) or KeyboardInterrupt (Ctrl-C)
+        after saving `last.pt` at the step boundary that followed the signal, and
+        TrainingDiverged when `trainer.max_nonfinite_steps` updates in a row were not
+        finite."""
         show = self.cfg.logging.progress_bar and self.ranks.is_main
         display = ProgressDisplay(self.tcfg.max_steps, self.tcfg.max_minutes, enabled=show)
         display.update(self.progress.step, {})
@@ -269,7 +278,7 @@ class Trainer:
         )  # fmt: skip
         if stop.received == signal.SIGINT:
             raise KeyboardInterrupt
-        raise TrainingStopped(name, self.progress.step, path)
+        raise TrainingStopped(name, self.progress.step, path, stop.received)
 
     def _finished(self) -> bool:
         p, t = self.progress, self.tcfg
