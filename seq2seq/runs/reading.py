@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -240,6 +241,20 @@ def group_by_configuration(configs: list[Any]) -> list[list[int]]:
 
 def one_per_configuration(runs: list[Path]) -> list[Path]:
     """The run with the lowest seed of each configuration, in the order of `runs` (one
-    alignment panel per configuration instead of one per seed)."""
-    configs = [read_config(run) for run in runs]
-    return [runs[group[0]] for group in group_by_configuration(configs)]
+    alignment panel per configuration instead of one per seed). A run without a readable
+    `.hydra/config.yaml` is kept on its own: its checkpoint is checked where it is loaded."""
+    configs = {index: _config_or_none(run) for index, run in enumerate(runs)}
+    readable = [index for index, config in configs.items() if config is not None]
+    groups = group_by_configuration([configs[index] for index in readable])
+    kept = {readable[group[0]] for group in groups}
+    kept |= {index for index, config in configs.items() if config is None}
+    return [run for index, run in enumerate(runs) if index in kept]
+
+
+def _config_or_none(run_dir: Path) -> DictConfig | None:
+    """The run's config, or None when it is missing, unreadable or not a YAML mapping."""
+    try:
+        config = read_config(run_dir)
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    return config if isinstance(config, DictConfig) else None
