@@ -76,7 +76,9 @@ def near_duplicate_key(sentence: str) -> str:
     punctuation keeps itself as its key."""
     folded = unicodedata.normalize("NFKC", sentence).casefold()
     kept = "".join(
-        char for char in folded if not (unicodedata.category(char).startswith("P") or char.isspace())
+        char
+        for char in folded
+        if not (unicodedata.category(char).startswith("P") or char.isspace())
     )
     return kept or sentence
 
