@@ -180,22 +180,31 @@ def _sweep_command(tmp_path: Path, *overrides: str) -> list[str]:
             *overrides]  # fmt: skip
 
 
+def _run_sweep(tmp_path: Path, *overrides: str) -> Path:
+    """Run the sweep to its end (it must succeed); its folder."""
+    done = subprocess.run(_sweep_command(tmp_path, *overrides), capture_output=True, text=True,
+                          env=single_thread_env(), cwd=tmp_path, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return tmp_path / "sweep"
+
+
+def _results(run_dir: Path) -> dict:
+    return json.loads((run_dir / "results.json").read_text())
+
+
 def _steps_logged(run_dir: Path) -> int:
     return max(logged_losses(run_dir), default=0)
 
 
 @pytest.mark.slow
 def test_a_two_job_sweep_runs_as_submitit_jobs(tmp_path):
-    command = _sweep_command(tmp_path, "trainer.max_steps=6", "attention=dot,additive")
-    done = subprocess.run(command, capture_output=True, text=True, env=single_thread_env(),
-                          cwd=tmp_path, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    sweep = _run_sweep(tmp_path, "trainer.max_steps=6", "attention=dot,additive")
     for job, attention in ((0, "dot"), (1, "additive")):
-        run_dir = tmp_path / "sweep" / str(job)
-        results = json.loads((run_dir / "results.json").read_text())
+        run_dir = sweep / str(job)
+        results = _results(run_dir)
         assert results["steps"] == 6 and results["run_dir"] == str(run_dir)
         assert f"score: {attention}" in (run_dir / ".hydra" / "config.yaml").read_text()
-    assert list((tmp_path / "sweep" / ".submitit").glob("*/*_0_result.pkl"))
+    assert list((sweep / ".submitit").glob("*/*_0_result.pkl"))
 
 
 @pytest.mark.slow
@@ -224,7 +233,7 @@ def test_a_preempted_job_saves_requeues_and_continues_with_the_same_losses(tmp_p
     assert "trainer.resume=auto: continuing the run" in log
     resumed_at = int(log.split("resumed ")[1].split(" at step ")[1].split()[0])
     assert signal_at <= resumed_at < max_steps
-    assert json.loads((run_dir / "results.json").read_text())["steps"] == max_steps
+    assert _results(run_dir)["steps"] == max_steps
     # The uninterrupted run, in this process: the same config as the job's.
     reference_dir = tmp_path / "reference"
     overrides = [o for o in SWEEP if not o.startswith(("+cluster", "hydra."))]
@@ -238,10 +247,6 @@ def test_a_preempted_job_saves_requeues_and_continues_with_the_same_losses(tmp_p
 @pytest.mark.slow
 def test_a_job_of_two_tasks_trains_data_parallel(tmp_path):
     """`tasks_per_node=2`: submitit's two tasks become ranks 0 and 1 (gloo on the CPU)."""
-    command = _sweep_command(tmp_path, "trainer.max_steps=4", "hydra.launcher.tasks_per_node=2")
-    done = subprocess.run(command, capture_output=True, text=True, env=single_thread_env(),
-                          cwd=tmp_path, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    run_dir = tmp_path / "sweep" / "0"
+    run_dir = _run_sweep(tmp_path, "trainer.max_steps=4", "hydra.launcher.tasks_per_node=2") / "0"
     assert "data parallel: 2 ranks (gloo)" in (run_dir / "train.log").read_text()
-    assert json.loads((run_dir / "results.json").read_text())["steps"] == 4
+    assert _results(run_dir)["steps"] == 4
