@@ -66,6 +66,7 @@ class TrainerConfig:
     grad_clip: float = 1.0
     accumulate: int = 1
     label_smoothing: float = 0.1
+    short_first_epochs: int = 0  # the first N epochs take their batches shortest first
     scheduled_sampling: float = 0.0  # recurrent decoders: final prob. of feeding back a prediction
     seed: int = 1234
     threads: int = 0  # torch intra-op threads; 0 = torch's default

@@ -162,6 +162,7 @@ SECTION_RULES: dict[str, dict[str, Rule]] = {
         "grad_clip": grad_clip_rule,
         "accumulate": at_least(1),
         "label_smoothing": FRACTION,
+        "short_first_epochs": at_least(0),
         "scheduled_sampling": PROBABILITY,
         "seed": in_range(0, MAX_SEED, high_open=False),
         "threads": at_least(0),

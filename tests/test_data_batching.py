@@ -107,3 +107,26 @@ def test_padding_ratio_against_hand_count():
 def test_example_longer_than_the_budget_is_an_error():
     with pytest.raises(ValueError, match="example 1 has 40 tokens"):
         TokenBatchSampler([3, 40], [3, 3], max_tokens=30)
+
+
+def test_short_first_epochs_keep_batches_in_increasing_length_then_shuffle():
+    src, tgt = random_lengths(500, seed=0)
+    sampler = TokenBatchSampler(src, tgt, 100, shuffle=True, seed=5, short_first_epochs=2)
+    plain = TokenBatchSampler(src, tgt, 100, shuffle=True, seed=5)
+
+    def longest(batch: list[int]) -> int:
+        return max(max(src[i], tgt[i]) for i in batch)
+
+    for epoch in (0, 1):
+        batches = sampler.batches(epoch)
+        assert [longest(b) for b in batches] == sorted(longest(b) for b in batches)
+        # the same batches as a shuffled epoch, only in another order
+        assert sorted(map(sorted, batches)) == sorted(map(sorted, plain.batches(epoch)))
+    assert sampler.batches(2) == plain.batches(2)
+    lengths = [longest(b) for b in sampler.batches(2)]
+    assert lengths != sorted(lengths)
+
+
+def test_short_first_epochs_must_not_be_negative():
+    with pytest.raises(ValueError, match="short_first_epochs must be >= 0"):
+        TokenBatchSampler([3], [3], max_tokens=30, short_first_epochs=-1)

@@ -140,7 +140,9 @@ class TokenBatchSampler:
     EOS/BOS. With `shuffle`, each epoch draws a random order, sorts it by length (longer
     side, then source, then target; equal lengths stay in random order, so batches change
     from epoch to epoch), packs neighbours greedily and shuffles the batches; without it,
-    batches follow increasing length.
+    batches follow increasing length. With `short_first_epochs=N`, the first N epochs are
+    drawn and packed the same way but keep their batches in increasing length: a simple
+    length curriculum (short sentences first, as in Bengio et al. 2009's curriculum idea).
     """
 
     def __init__(
@@ -150,17 +152,21 @@ class TokenBatchSampler:
         max_tokens: int,
         shuffle: bool = True,
         seed: int = 0,
+        short_first_epochs: int = 0,
     ) -> None:
         if len(src_lengths) != len(tgt_lengths):
             raise ValueError("src_lengths and tgt_lengths must have the same length")
         if max_tokens <= 0:
             raise ValueError(f"max_tokens must be > 0, got {max_tokens}")
+        if short_first_epochs < 0:
+            raise ValueError(f"short_first_epochs must be >= 0, got {short_first_epochs}")
         self.src_lengths = np.asarray(src_lengths, dtype=np.int64)  # (examples,)
         self.tgt_lengths = np.asarray(tgt_lengths, dtype=np.int64)  # (examples,)
         self.sizes = np.maximum(self.src_lengths, self.tgt_lengths)  # (examples,)
         self.max_tokens = max_tokens
         self.shuffle = shuffle
         self.seed = seed
+        self.short_first_epochs = short_first_epochs
         _check_fits(self.sizes, max_tokens)
 
     def batches(self, epoch: int) -> list[list[int]]:
@@ -171,7 +177,7 @@ class TokenBatchSampler:
         keys = (self.tgt_lengths[order], self.src_lengths[order], self.sizes[order])
         order = order[np.lexsort(keys)]  # (examples,)
         batches = self._pack(order)
-        if self.shuffle:
+        if self.shuffle and epoch >= self.short_first_epochs:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         return batches
 

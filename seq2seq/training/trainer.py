@@ -165,6 +165,7 @@ class Trainer:
             max_tokens=cfg.data.max_tokens,
             shuffle=True,
             seed=self.tcfg.seed,
+            short_first_epochs=self.tcfg.short_first_epochs,
         )
         # What the training forward pass runs: DDP over the model with several ranks.
         self.train_model = distributed.wrap(model, self.ranks, device)
