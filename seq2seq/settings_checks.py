@@ -73,6 +73,12 @@ def non_negative_finite(value: Any) -> str | None:
     return None
 
 
+def finite(value: Any) -> str | None:
+    if not is_number(value) or not math.isfinite(value):
+        return "must be a finite number"
+    return None
+
+
 def optional(rule: Rule) -> Rule:
     """`rule`, or null."""
 
@@ -133,6 +139,7 @@ PART_RULES: dict[str, Rule] = {
     "window": at_least(1),
     "gumbel_tau": positive_finite,
     "cosine_scale": optional(positive_finite),
+    "forget_bias": optional(finite),
 }
 
 SECTION_RULES: dict[str, dict[str, Rule]] = {

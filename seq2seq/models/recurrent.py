@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+import torch
 from torch import nn
 
 from seq2seq.models.costs import linear
@@ -31,6 +32,27 @@ def cell_kind(cell: str) -> CellKind:
     if cell not in RNN_CELLS:
         raise ValueError(f"cell must be one of {sorted(RNN_CELLS)}, got {cell!r}")
     return RNN_CELLS[cell]
+
+
+def set_forget_bias(rnn: nn.RNNBase, value: float | None) -> None:
+    """Start an LSTM's forget gates at `value` (Gers et al. 2000; Jozefowicz et al. 2015
+    recommend 1): with f_t = σ(W_f x_t + U_f h_{t-1} + b_f), b_f = 1 keeps σ near 0.73 at
+    the start, so the cell state carries through time instead of halving at every step.
+
+    PyTorch adds two biases per layer and direction, `bias_ih` and `bias_hh`, each with the
+    gate chunks (input, forget, cell, output): the forget chunk of `bias_ih` becomes `value`
+    and that of `bias_hh` zero, so their sum is `value`. With `value=None`, and for other
+    cells, PyTorch's initialisation stays: every bias uniform in ±1/√hidden.
+    """
+    if value is None or not isinstance(rnn, nn.LSTM):
+        return
+    hidden = rnn.hidden_size
+    with torch.no_grad():
+        for name, bias in rnn.named_parameters():
+            if name.startswith("bias_ih"):
+                bias[hidden : 2 * hidden].fill_(value)
+            elif name.startswith("bias_hh"):
+                bias[hidden : 2 * hidden].zero_()
 
 
 def recurrent_flops(

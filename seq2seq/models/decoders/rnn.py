@@ -43,7 +43,7 @@ from seq2seq.models.decoders.common import (
     concat_steps,
     target_positions,
 )
-from seq2seq.models.recurrent import Cell, cell_kind, recurrent_flops
+from seq2seq.models.recurrent import Cell, cell_kind, recurrent_flops, set_forget_bias
 
 STYLES = ("bahdanau", "luong")
 RNNStyle = Enum("RNNStyle", {style: style for style in STYLES})  # the schema's choice
@@ -61,6 +61,7 @@ class RNNDecoderConfig:
     dropout: float = 0.1
     style: RNNStyle = RNNStyle.bahdanau
     input_feeding: bool = True
+    forget_bias: float | None = 1.0  # LSTM: forget gates' initial bias; null = PyTorch's
 
 
 @registry.register("decoder", "rnn", schema=RNNDecoderConfig)
@@ -83,6 +84,7 @@ class RNNDecoder(Decoder):
         dropout: float = 0.1,
         style: str = "bahdanau",
         input_feeding: bool = True,
+        forget_bias: float | None = 1.0,
     ) -> None:
         super().__init__()
         _check_options(cell, style, num_layers)
@@ -105,6 +107,7 @@ class RNNDecoder(Decoder):
             batch_first=True,
             dropout=dropout if num_layers > 1 else 0.0,
         )
+        set_forget_bias(self.rnn, forget_bias)
         combined_dim = hidden_size + context_dim + (embed_dim if style == "bahdanau" else 0)
         self.output_layer = nn.Linear(combined_dim, hidden_size)
         self.dropout = nn.Dropout(dropout)

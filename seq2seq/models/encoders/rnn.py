@@ -17,7 +17,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from seq2seq import registry
 from seq2seq.models.base import Encoder, EncoderOutput
 from seq2seq.models.encoders.inputs import check_encoder_inputs
-from seq2seq.models.recurrent import Cell, cell_kind, recurrent_flops
+from seq2seq.models.recurrent import Cell, cell_kind, recurrent_flops, set_forget_bias
 
 
 @dataclass
@@ -30,6 +30,7 @@ class RNNEncoderConfig:
     num_layers: int = 1
     bidirectional: bool = True
     dropout: float = 0.0
+    forget_bias: float | None = 1.0  # LSTM: forget gates' initial bias; null = PyTorch's
 
 
 @registry.register("encoder", "rnn", schema=RNNEncoderConfig)
@@ -55,6 +56,7 @@ class RNNEncoder(Encoder):
         num_layers: int = 1,
         bidirectional: bool = True,
         dropout: float = 0.0,
+        forget_bias: float | None = 1.0,
     ) -> None:
         super().__init__()
         rnn_module = cell_kind(cell).module
@@ -70,6 +72,7 @@ class RNNEncoder(Encoder):
             bidirectional=bidirectional,
             dropout=dropout if num_layers > 1 else 0.0,  # between layers only
         )
+        set_forget_bias(self.rnn, forget_bias)
         self.directions = 2 if bidirectional else 1
         self.output_dim = hidden_size * self.directions
         self.final_dim = self.output_dim
