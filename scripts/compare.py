@@ -18,7 +18,8 @@ per configuration, each figure as the mean ± sample standard deviation over its
 (n shown; a single value without ±):
 
     model (the settings that differ within the sweep), seeds, parameters, steps, training
-    minutes, tokens/s (median of `train/tokens_per_sec`), best valid BLEU, test BLEU and
+    minutes, the update and minutes of the best validation and the valid BLEU gained in the
+    last quarter of the budget (`convergence`), tokens/s (median of `train/tokens_per_sec`), best valid BLEU, test BLEU and
     chrF (the best checkpoint, `results.json`), alignment accuracy (last
     `valid/alignment_accuracy`), test AER of the last layer's head mean and of the head
     chosen on the valid gold pairs (`seq2seq.runs.gold_aer`; `—` without attention), the
@@ -81,6 +82,7 @@ from seq2seq.runs.gold_aer import checkpoint_aer
 from seq2seq.runs.reading import (
     BEST_CHECKPOINT,
     RUN_OVERRIDES,
+    Scalars,
     best_choice,
     command_line_choice,
     find_runs,
@@ -101,7 +103,8 @@ TOKENS_TAG, ALIGNMENT_TAG = "train/tokens_per_sec", "valid/alignment_accuracy"
 DEFAULT_BASELINES = ("attention=none", "+experiment=compare_gru")
 ALIGNER_SWEEP = "aligners"
 CSV_COLUMNS = (
-    "sweep", "model", "seed", "parameters", "steps", "train_minutes", "tokens_per_sec",
+    "sweep", "model", "seed", "parameters", "steps", "train_minutes", "best_step",
+    "minutes_to_best", "last_quarter_gain", "tokens_per_sec",
     "valid_bleu", "test_bleu", "test_bleu_ci_low", "test_bleu_ci_high", "test_chrf",
     "alignment_accuracy", "test_aer", "test_aer_precision", "test_aer_recall",
     "test_aer_best", "test_aer_best_head",
@@ -115,6 +118,8 @@ TABLE_COLUMNS = (  # (key, markdown header); see `table_cell`
     ("parameters", "parameters"),
     ("steps", "steps"),
     ("train_minutes", "train min"),
+    ("best_step", "best at (update, min)"),
+    ("last_quarter_gain", "last ¼ gain"),
     ("tokens_per_sec", "tgt tok/s"),
     ("valid_bleu", "valid BLEU"),
     ("test_bleu", "test BLEU"),
@@ -126,7 +131,7 @@ TABLE_COLUMNS = (  # (key, markdown header); see `table_cell`
     ("run_dir", "run folders"),
 )
 SPREAD = {  # figures shown as mean ± std, with their decimals
-    "valid_bleu": 2, "test_bleu": 2, "test_chrf": 2,
+    "last_quarter_gain": 2, "valid_bleu": 2, "test_bleu": 2, "test_chrf": 2,
     "alignment_accuracy": 3, "test_aer": 3, "test_aer_best": 3,
 }  # fmt: skip
 
@@ -148,6 +153,7 @@ def summarise_run(run_dir: Path, sweep: str) -> dict[str, Any]:
         parameters=results.get("parameters"),
         steps=results.get("steps"),
         train_minutes=results.get("train_minutes"),
+        **convergence(scalars, results.get("steps")),
         tokens_per_sec=statistics.median(tokens) if tokens else None,
         valid_bleu=results.get("valid_best_bleu"),
         test_bleu=test.get("bleu"),
@@ -156,6 +162,31 @@ def summarise_run(run_dir: Path, sweep: str) -> dict[str, Any]:
         run_dir=str(run_dir),
     )
     return row
+
+
+def convergence(scalars: Scalars, steps: int | None) -> dict[str, float | None]:
+    """How near its end a run stopped improving, from its `valid/bleu` events:
+
+    * best_step, minutes_to_best: the update of the best validation (the first, on a tie)
+      and the wall minutes from the run's first event to it;
+    * last_quarter_gain: the best valid BLEU minus the best within the first three quarters
+      of the `steps` updates (0 when nothing improved late; None without a validation in
+      the first three quarters). Under 0.5 BLEU counts as converged for this budget.
+    """
+    found: dict[str, float | None] = dict.fromkeys(
+        ("best_step", "minutes_to_best", "last_quarter_gain")
+    )
+    bleu = scalars.series.get("valid/bleu", [])
+    if not bleu:
+        return found
+    wall, step, best = max(bleu, key=lambda event: (event[2], -event[1]))
+    found["best_step"] = step
+    if scalars.first_wall_time is not None:
+        found["minutes_to_best"] = (wall - scalars.first_wall_time) / 60
+    early = [value for _, at, value in bleu if steps and at <= 0.75 * steps]
+    if early:
+        found["last_quarter_gain"] = best - max(early)
+    return found
 
 
 @dataclass
@@ -550,6 +581,9 @@ def table_cell(configuration: Configuration, key: str, roles: dict[str, Any]) ->
         return MISSING
     if key in ("parameters", "steps"):
         return f"{round(mean):,}"
+    if key == "best_step":
+        minutes = configuration.mean("minutes_to_best")
+        return f"{round(mean):,}" + (f", {minutes:.1f}" if minutes is not None else "")
     if key == "tokens_per_sec":
         return f"{mean:,.0f}"
     return f"{mean:.1f}"  # train_minutes
@@ -722,7 +756,10 @@ def write_markdown(
         "`trainer.seed` (initialisation and data order). Each figure is the mean ± sample "
         "standard deviation over the seeds (seeds: how many finished). tgt tok/s: median "
         "of `train/tokens_per_sec`; valid BLEU: the best validation; test BLEU / chrF: the "
-        "best checkpoint on the test split (`results.json`); align. acc.: the last "
+        "best checkpoint on the test split (`results.json`); best at: the update of the best "
+        "validation and the minutes to it; last ¼ gain: the best valid BLEU minus the best "
+        "within the first three quarters of the budget (under 0.5: converged for this "
+        "budget); align. acc.: the last "
         "`valid/alignment_accuracy` (share of probe words whose strongest attention falls "
         "on the linked source word); test AER: alignment error rate (Och & Ney 2003) of the "
         "best checkpoint's teacher-forced attention on the hand-aligned test pairs "

@@ -19,6 +19,7 @@ from torch.utils.tensorboard import SummaryWriter
 from seq2seq import registry
 from seq2seq.build import build_model, count_parameters
 from seq2seq.configs import config_files
+from seq2seq.runs.reading import Scalars
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 # What `make compare` sweeps: every attention preset, every `compare_<family>` experiment.
@@ -268,3 +269,20 @@ def test_bench_composes_a_preset_in_a_fresh_process():
     )
     assert finished.returncode == 0, finished.stderr[-2000:]
     assert finished.stdout.strip() == "default_cpu"
+
+
+def test_convergence_finds_the_best_validation_and_the_late_gain():
+    compare = load_script("compare")
+    start = 1000.0
+    bleu = [(start + 60 * m, step, value) for m, step, value in
+            [(2, 100, 5.0), (4, 200, 12.0), (6, 300, 15.0), (8, 400, 15.4)]]  # fmt: skip
+    found = compare.convergence(Scalars(start, {"valid/bleu": bleu}), steps=400)
+    # best 15.4 at update 400, 8 minutes in; best of the first 300 updates: 15.0
+    assert found["best_step"] == 400 and found["minutes_to_best"] == pytest.approx(8.0)
+    assert found["last_quarter_gain"] == pytest.approx(0.4)
+    falling = bleu[:3] + [(start + 480, 400, 14.0)]
+    found = compare.convergence(Scalars(start, {"valid/bleu": falling}), steps=400)
+    assert found["best_step"] == 300 and found["last_quarter_gain"] == 0.0
+    late_only = compare.convergence(Scalars(None, {"valid/bleu": bleu[3:]}), steps=400)
+    assert late_only == {"best_step": 400, "minutes_to_best": None, "last_quarter_gain": None}
+    assert set(compare.convergence(Scalars(start, {}), 400).values()) == {None}
