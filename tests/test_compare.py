@@ -130,14 +130,14 @@ def test_markdown_table_shows_dashes_for_missing_values(sweep, tmp_path):
     compare.main([str(sweep), "--out-dir", str(tmp_path), "--no-image"])
     text = (tmp_path / "COMPARISON.md").read_text(encoding="utf-8")
     rows = [cells(line) for line in text.splitlines() if line.startswith("| score=")]
-    assert rows[0][:10] == [
-        "score=dot · region=soft", "1", "3,892,384", "60", "1.3", "200",
+    assert rows[0][:12] == [  # no valid/bleu events: no best update, no late gain
+        "score=dot · region=soft", "1", "3,892,384", "60", "1.3", "—", "—", "200",
         "13.00", "12.00", "40.50", "0.500",
     ]  # fmt: skip
     # no checkpoint (no AER), no test.hyp (no test), no baseline: those cells are dashes
-    assert rows[1].count("—") == 1 + 3  # and the alignment accuracy
+    assert rows[1].count("—") == 2 + 1 + 3  # and the alignment accuracy
     assert rows[2][1] == "0/1"  # the crashed run: no finished seed
-    assert rows[2].count("—") == 11  # it has nothing but its name, seeds and folder
+    assert rows[2].count("—") == 13  # it has nothing but its name, seeds and folder
 
 
 def test_a_linked_run_joins_the_other_sweep_and_the_header_names_the_command(sweep, tmp_path):
@@ -162,7 +162,7 @@ def test_a_linked_run_joins_the_other_sweep_and_the_header_names_the_command(swe
         str(encoders / "0_encoder=lstm"),
         str(encoders / "4_encoder=gru"),
     ]
-    assert rows[1][7] == "14.50"  # the linked run's test BLEU
+    assert rows[1][9] == "14.50"  # the linked run's test BLEU
 
 
 def test_the_encoder_sweep_attention_is_chosen_by_valid_not_test_bleu(tmp_path, capsys):

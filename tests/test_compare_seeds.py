@@ -82,11 +82,11 @@ def test_rows_pool_the_seeds_as_mean_and_sample_std_and_the_csv_keeps_every_seed
     ]
     assert [float(row["test_bleu"]) for row in rows] == bleu["none"] + bleu["additive"]
     text = (out / "COMPARISON.md").read_text(encoding="utf-8")
-    none, additive = table_rows(text, "attention=none", 14) + table_rows(text, "score=additive", 14)
+    none, additive = table_rows(text, "attention=none", 16) + table_rows(text, "score=additive", 16)
     assert none[1] == "3"  # seeds
-    assert none[6:8] == ["13.00 ± 2.00", "12.00 ± 2.00"]  # valid, test BLEU
+    assert none[8:10] == ["13.00 ± 2.00", "12.00 ± 2.00"]  # valid, test BLEU
     values = np.array(bleu["additive"])
-    assert additive[7] == f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"
+    assert additive[9] == f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"
     assert none[-1] == str(sweep / "*_+experiment=compare_gru,attention=none,trainer.seed=*")
     assert "± is the sample standard deviation over the seeds (n = 3" in text
 
@@ -177,10 +177,10 @@ def test_significance_against_the_baseline_of_the_same_seed(tested_sweep, tmp_pa
     assert rows[("attention=none", 1)]["p_vs_runner_up"] == ""
 
     text = (out / "COMPARISON.md").read_text(encoding="utf-8")
-    (copy,) = table_rows(text, "score=additive", 14)
-    (same,) = table_rows(text, "score=dot", 14)
-    assert copy[7].endswith("†") and copy[-2] == "<0.001 †"
-    assert not same[7].endswith("†") and same[-2] == "1.000"
+    (copy,) = table_rows(text, "score=additive", 16)
+    (same,) = table_rows(text, "score=dot", 16)
+    assert copy[9].endswith("†") and copy[-2] == "<0.001 †"
+    assert not same[9].endswith("†") and same[-2] == "1.000"
     reading = text.split("## Reading the tables")[1]
     assert "Conclusions are drawn only where differences are significant" in reading
     better = reading.split("significantly better test BLEU:")[1].split(";")[0]
