@@ -57,6 +57,17 @@ clean:
 bench: $(STAMP)
 	$(PY) scripts/bench.py $(ARGS)
 
+# This project against JoeyNMT 2.3.0, measured back to back on this machine: both train the
+# reference shapes (transformer_small, gru_additive) for 4 min each on the same data, then
+# decode the same test sentences greedy and beam 5; figures and ratios appended to
+# BENCHMARKS.md. JoeyNMT lives in its own virtual environment, .peer/joeynmt (made on first
+# use: torch==2.13.0 first, then joeynmt==2.3.0). About 35 min on 2 cores. A smoke run:
+#   make bench-peer ARGS="--minutes 0.3 --sentences 20 --log-every 2 --warmup-updates 2 \
+#     --decode-reps 1 --out /tmp/peer.md"
+.PHONY: bench-peer
+bench-peer: $(STAMP)
+	$(PY) scripts/bench_peer.py $(ARGS)
+
 # Two Hydra sweeps with the same data, split, step budget and parameter budget (±10%), each
 # configuration trained SEEDS times (trainer.seed = 1234, 1235, ...: the initialisation and
 # the data order change, the split's data.seed never does):
