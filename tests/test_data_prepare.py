@@ -77,11 +77,13 @@ def test_prepare_end_to_end_and_cached(tmp_path, mirror, monkeypatch, trainings)
     assert data.tgt_tokenizer.decode(data.valid[0][1]) == data.valid.tgt_lines[0]
     assert len(trainings) == 2
 
-    encoded = sorted(folder.glob("encoded_*.npz"))
-    mtimes = [path.stat().st_mtime_ns for path in encoded]
+    encoded = sorted(folder.glob("encoded_*"))
+    assert [path.name.split("_")[1] for path in encoded] == ["test", "train", "valid"]
+    mtimes = [(path / "meta.json").stat().st_mtime_ns for path in encoded]
     again = prepare(cfg)
     assert len(trainings) == 2  # subword models reused
-    assert [path.stat().st_mtime_ns for path in sorted(folder.glob("encoded_*.npz"))] == mtimes
+    assert sorted(folder.glob("encoded_*")) == encoded
+    assert [(path / "meta.json").stat().st_mtime_ns for path in encoded] == mtimes
     assert again.train.examples == data.train.examples
     assert again.valid.tgt_lines == data.valid.tgt_lines
     assert again.summary == summary

@@ -6,10 +6,16 @@ One module per step, in pipeline order (`prepare.prepare(cfg)` runs them all):
 * `fetch`     - the corpus file from a mirror, an earlier copy or the web, with a manifest
 * `corpus`    - tab-separated pairs, malformed lines skipped and counted, normalised
 * `split`     - leakage-free train / valid / test by sentence-sharing groups
-* `tokenizer` - sentencepiece subwords (cached by hash) and toy symbols, one API
-* `encode`    - ids of every split, cached on disk
-* `batching`  - `ParallelData`, `Batch`, `collate`, `TokenBatchSampler`
+* `hashsplit` - the same split from 64-bit hashes in compact arrays (streaming prepare)
+* `tokenizer` - sentencepiece subwords (cached by hash, bounded sample) and toy symbols
+* `chunks`    - encoding in chunks, in worker processes for a large split
+* `arrays`    - memory-mapped token arrays (ids + offsets) and lazy text lines
+* `encode`    - ids of every split, cached on disk as arrays
+* `batching`  - `ParallelData` (in memory, or lazy over arrays), `Batch`, `collate`,
+  `TokenBatchSampler`
 * `toy`       - copy / reverse tasks with a known alignment
+* `record`    - the record of a finished preparation, so a later start skips the corpus
 * `prepare`   - the orchestration, returning `PreparedData`
+* `synth`     - synthetic corpora of any size from a real one (`seq2seq-data synth`)
 * `cli`       - `seq2seq-data prepare data=<name>`
 """

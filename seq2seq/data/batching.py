@@ -22,6 +22,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import torch
 
+from seq2seq.data.arrays import ArrayExamples, TextLines
 from seq2seq.special_tokens import BOS_ID, EOS_ID, PAD_ID
 
 Example = tuple[list[int], list[int]]  # (source ids, target ids), no special tokens
@@ -96,21 +97,41 @@ class ParallelData:
 
     `examples[i]` is `(src_ids, tgt_ids)` without specials; `src_lengths[i]` and
     `tgt_lengths[i]` are the lengths they take in a batch (with EOS, resp. BOS).
+
+    Built from lists (`ParallelData(examples, src_lines, tgt_lines)`, as valid, test and the
+    toy tasks are), everything is in memory. Built `from_arrays` (the training split of a
+    corpus), the examples and lines stay in memory-mapped files and are read when asked
+    for: `examples` and the lines are read-only sequences, the lengths (examples,) int64
+    arrays, and `batch` reads only the examples of its indices.
     """
 
     def __init__(
         self, examples: Sequence[Example], src_lines: Sequence[str], tgt_lines: Sequence[str]
     ) -> None:
-        if not len(examples) == len(src_lines) == len(tgt_lines):
-            raise ValueError(
-                "ParallelData needs as many examples, src_lines and tgt_lines; got "
-                f"{len(examples)}, {len(src_lines)}, {len(tgt_lines)}"
-            )
-        self.examples = [(list(src), list(tgt)) for src, tgt in examples]
-        self.src_lines = list(src_lines)
-        self.tgt_lines = list(tgt_lines)
-        self.src_lengths = [len(src) + 1 for src, _ in self.examples]  # pieces + EOS
-        self.tgt_lengths = [len(tgt) + 1 for _, tgt in self.examples]  # BOS + pieces
+        _check_sizes(len(examples), len(src_lines), len(tgt_lines))
+        self.examples: Sequence[Example] = [(list(src), list(tgt)) for src, tgt in examples]
+        self.src_lines: Sequence[str] = list(src_lines)
+        self.tgt_lines: Sequence[str] = list(tgt_lines)
+        self.src_lengths: Sequence[int] = [len(src) + 1 for src, _ in self.examples]  # + EOS
+        self.tgt_lengths: Sequence[int] = [len(tgt) + 1 for _, tgt in self.examples]  # + BOS
+
+    @classmethod
+    def from_arrays(
+        cls, examples: ArrayExamples, src_lines: TextLines, tgt_lines: TextLines, size: int
+    ) -> ParallelData:
+        """Lazy data over memory-mapped ids and text files; `size` is the number of lines
+        the text files are known to hold (counting them would read them)."""
+        _check_sizes(len(examples), size, size)
+        data = cls.__new__(cls)
+        data.examples, data.src_lines, data.tgt_lines = examples, src_lines, tgt_lines
+        data.src_lengths = examples.src.lengths() + 1  # (examples,) int64, pieces + EOS
+        data.tgt_lengths = examples.tgt.lengths() + 1  # (examples,) int64, BOS + pieces
+        return data
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the examples are read from memory-mapped arrays on demand."""
+        return isinstance(self.examples, ArrayExamples)
 
     def __len__(self) -> int:
         return len(self.examples)
@@ -125,11 +146,25 @@ class ParallelData:
         return TokenBatchSampler(self.src_lengths, self.tgt_lengths, max_tokens, shuffle, seed)
 
     def select(self, keep: Sequence[int]) -> ParallelData:
-        """The examples at `keep`, in that order."""
+        """The examples at `keep`, in that order (lazy data stays lazy: no ids are read)."""
+        if isinstance(self.examples, ArrayExamples):
+            lines = (self.src_lines, self.tgt_lines)
+            src_lines, tgt_lines = (text.select(keep) for text in lines)  # type: ignore[attr-defined]
+            return ParallelData.from_arrays(
+                self.examples.select(keep), src_lines, tgt_lines, len(keep)
+            )
         return ParallelData(
             [self.examples[i] for i in keep],
             [self.src_lines[i] for i in keep],
             [self.tgt_lines[i] for i in keep],
+        )
+
+
+def _check_sizes(examples: int, src_lines: int, tgt_lines: int) -> None:
+    if not examples == src_lines == tgt_lines:
+        raise ValueError(
+            "ParallelData needs as many examples, src_lines and tgt_lines; got "
+            f"{examples}, {src_lines}, {tgt_lines}"
         )
 
 

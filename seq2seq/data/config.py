@@ -58,6 +58,12 @@ class DataConfig:
     # it): false stops with the largest possible size in the message; true uses that largest
     # size, with a warning naming the size asked and the size used.
     vocab_cap: bool = False
+    # Train sentencepiece on at most this many sentences of the training side, a random
+    # sample (seeded by data.seed) when it has more; null: every sentence. A training side
+    # that fits is trained on whole, exactly as before samples existed.
+    spm_sample_size: int | None = 1_000_000
+    # encoding
+    encode_workers: int | None = None  # processes encoding a large split; null: the cores (<= 8)
     # batching
     max_tokens: int = 4096  # batch_size * longest side (with EOS/BOS) never exceeds this
     max_len: int = 100  # longer training pairs (subwords) are dropped, valid/test ids cut
@@ -128,6 +134,9 @@ class DataConfig:
                 f"data.max_pairs ({self.max_pairs}) must exceed data.valid_size + data.test_size"
             )
         _check_choice("model_type", self.model_type, MODEL_TYPES)
+        for key in ("spm_sample_size", "encode_workers"):
+            if getattr(self, key) is not None:
+                _check_positive(key, getattr(self, key))
         for key in ("src_vocab_size", "tgt_vocab_size"):
             if getattr(self, key) <= 4:
                 raise ValueError(f"data.{key} must be > 4 (the four special tokens)")

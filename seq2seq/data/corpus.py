@@ -94,11 +94,50 @@ def read_pairs(
     `convert_src` / `convert_tgt` run after normalisation on one side (for example
     `traditional_to_simplified()`). Raises CorpusError when the share of skipped lines
     exceeds `max_malformed_share`, when no pair is left, or when the zip member is larger
-    than `max_member_bytes` (`data.max_member_bytes`) uncompressed.
+    than `max_member_bytes` (`data.max_member_bytes`) uncompressed. Holds every pair in
+    memory; `iter_pairs` streams them.
     """
+    stats = corpus_stats(path, member)
+    pairs = list(
+        iter_pairs(
+            path,
+            stats,
+            member=member,
+            src_column=src_column,
+            tgt_column=tgt_column,
+            num_columns=num_columns,
+            convert_src=convert_src,
+            convert_tgt=convert_tgt,
+            max_malformed_share=max_malformed_share,
+            max_member_bytes=max_member_bytes,
+        )
+    )
+    return pairs, stats
+
+
+def corpus_stats(path: Path | str, member: str | None = None) -> CorpusStats:
+    """Empty statistics for reading `path` (or its zip `member`) with `iter_pairs`."""
+    return CorpusStats(source=f"{path}!{member}" if member else str(path))
+
+
+def iter_pairs(
+    path: Path | str,
+    stats: CorpusStats,
+    *,
+    member: str | None = None,
+    src_column: int,
+    tgt_column: int,
+    num_columns: int,
+    convert_src: Callable[[str], str] | None = None,
+    convert_tgt: Callable[[str], str] | None = None,
+    max_malformed_share: float = 0.5,
+    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+) -> Iterator[Pair]:
+    """`read_pairs` as a stream: one pair at a time, `stats` (from `corpus_stats`) filled as
+    the lines go by. The checks of `read_pairs` run once the last line is read, so the
+    CorpusError of a mostly malformed file comes at the end of the stream."""
     path = Path(path)
-    stats = CorpusStats(source=f"{path}!{member}" if member else str(path))
-    pairs = []
+    kept = 0
     for line_number, raw_line in enumerate(_raw_lines(path, member, max_member_bytes), start=1):
         stats.lines_read += 1
         try:
@@ -109,10 +148,11 @@ def read_pairs(
         if pair is None:
             stats.malformed_lines.append(line_number)
             continue
-        pairs.append(pair)
-    pairs, stats.converted_to_simplified = _convert(pairs, convert_src, convert_tgt)
-    _check_malformed(stats, max_malformed_share, kept=len(pairs))
-    return pairs, stats
+        pair, changed = _convert(pair, convert_src, convert_tgt)
+        stats.converted_to_simplified += changed
+        kept += 1
+        yield pair
+    _check_malformed(stats, max_malformed_share, kept=kept)
 
 
 def traditional_to_simplified() -> Callable[[str], str]:
@@ -190,20 +230,15 @@ def _parse_line(raw_line: bytes, src_column: int, tgt_column: int, num_columns: 
 
 
 def _convert(
-    pairs: list[Pair],
+    pair: Pair,
     convert_src: Callable[[str], str] | None,
     convert_tgt: Callable[[str], str] | None,
-) -> tuple[list[Pair], int]:
-    """Apply the per-side converters; return the pairs and how many sentences changed."""
-    if convert_src is None and convert_tgt is None:
-        return pairs, 0
-    converted, changed = [], 0
-    for src, tgt in pairs:
-        new_src = convert_src(src) if convert_src else src
-        new_tgt = convert_tgt(tgt) if convert_tgt else tgt
-        changed += (new_src != src) + (new_tgt != tgt)
-        converted.append((new_src, new_tgt))
-    return converted, changed
+) -> tuple[Pair, int]:
+    """Apply the per-side converters to one pair; also return how many sentences changed."""
+    src, tgt = pair
+    new_src = convert_src(src) if convert_src else src
+    new_tgt = convert_tgt(tgt) if convert_tgt else tgt
+    return (new_src, new_tgt), (new_src != src) + (new_tgt != tgt)
 
 
 def _check_malformed(stats: CorpusStats, max_share: float, kept: int) -> None:

@@ -1,36 +1,63 @@
-"""Encode sentence pairs into ids once, and cache the result on disk.
+"""Encode the split text files into memory-mapped token arrays once, and cache them.
 
-The cache file `encoded_<split>_<hash>.npz` holds, per side, all ids concatenated and the
-offsets where each sentence starts (no pickled objects, loaded with `allow_pickle=False`).
-The hash covers both subword models and the text, so any change re-encodes. The file is
-written through a temporary file named for the writing process, so parallel runs never
-write into one another's file; one that cannot be read (damaged by hand, a full disk) is
-encoded and written again.
+The cache of one split is a folder `encoded_<split>_<hash>/` beside the split files:
+
+    src_ids.npy, src_offsets.npy    the source side (`seq2seq.data.arrays`)
+    tgt_ids.npy, tgt_offsets.npy    the target side
+    src.txt, tgt.txt                the text lines (hard links to the split files, or copies)
+    meta.json                       {"format": 1, "pairs": n, "text_bytes": {...}}, last
+
+The hash covers both subword models and the text, so any change re-encodes; an old
+`encoded_<split>_<hash>.npz` cache is not read (it is simply rebuilt in the new form). The
+text is read as a stream and encoded in chunks (`seq2seq.data.chunks`, in several processes
+for a large split), so memory does not grow with the corpus. The folder is written under a
+name of the writing process and renamed into place, so parallel runs never write into one
+another's files; one that cannot be read (damaged by hand, a full disk) is encoded and
+written again.
+
+`open_encoded` gives the training split lazily (`ParallelData.from_arrays`: nothing is read
+at start-up but the offsets) and valid / test as lists.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
+import json
 import logging
 import os
-import zipfile
-from collections.abc import Sequence
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-import numpy as np
-
+from seq2seq.data.arrays import (
+    ArrayExamples,
+    ArrayFileError,
+    RaggedWriter,
+    TextLines,
+    ids_dtype,
+    iter_lines,
+    open_ragged,
+)
 from seq2seq.data.batching import ParallelData
+from seq2seq.data.chunks import Chunk, encode_chunks
 from seq2seq.data.corpus import Pair
-from seq2seq.data.fetch import temporary_beside
 from seq2seq.data.tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
+
+FORMAT = 1
+CHUNK_PAIRS = 16_384  # pairs encoded at a time
+PARALLEL_MIN_PAIRS = 100_000  # smaller splits are encoded in this process
+SIDES = ("src", "tgt")
 
 
 def encode_pairs(
     pairs: Sequence[Pair], src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer
 ) -> ParallelData:
-    """Encode both sides (no special tokens) and keep the text lines."""
+    """Encode both sides (no special tokens) in memory and keep the text lines."""
     sources = [src for src, _ in pairs]
     targets = [tgt for _, tgt in pairs]
     examples = zip(
@@ -39,70 +66,168 @@ def encode_pairs(
     return ParallelData(list(examples), sources, targets)
 
 
-def encode_pairs_cached(
-    pairs: Sequence[Pair],
+def encode_split(
+    text_paths: tuple[Path, Path],
     src_tokenizer: Tokenizer,
     tgt_tokenizer: Tokenizer,
     folder: Path,
     split_name: str,
-) -> ParallelData:
-    """`encode_pairs`, read from / written to `<folder>/encoded_<split_name>_<hash>.npz`."""
-    digest = encoding_hash(pairs, src_tokenizer, tgt_tokenizer)
-    path = folder / f"encoded_{split_name}_{digest}.npz"
-    if path.is_file():
+    *,
+    workers: int = 1,
+) -> Path:
+    """The cache folder of the split whose source / target lines are in `text_paths`,
+    encoded now unless an intact one exists (module docstring)."""
+    digest = encoding_hash(text_paths, src_tokenizer, tgt_tokenizer)
+    cache = folder / f"encoded_{split_name}_{digest}"
+    if cache.is_dir():
         try:
-            return _load(path, pairs)
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-            log.warning("cannot use the encoding cache %s (%s); encoding again", path, error)
-    data = encode_pairs(pairs, src_tokenizer, tgt_tokenizer)
-    _save(path, data)
-    return data
+            _check_cache(cache)
+            return cache
+        except (ArrayFileError, OSError, ValueError, KeyError) as error:
+            log.warning("cannot use the encoding cache %s (%s); encoding again", cache, error)
+            shutil.rmtree(cache, ignore_errors=True)
+    temporary = cache.with_name(f"{cache.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part")
+    temporary.mkdir(parents=True)
+    try:
+        _write_cache(temporary, text_paths, (src_tokenizer, tgt_tokenizer), workers)
+        _move_into_place(temporary, cache)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+    return cache
 
 
-def encoding_hash(pairs: Sequence[Pair], src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer) -> str:
+def _write_cache(
+    folder: Path,
+    text_paths: tuple[Path, Path],
+    tokenizers: tuple[Tokenizer, Tokenizer],
+    workers: int,
+) -> None:
+    """The arrays, the text links and (last) meta.json of one cache folder; in this process
+    when the worker processes fail."""
+    try:
+        pairs = _write_arrays(folder, text_paths, *tokenizers, workers)
+    except BrokenProcessPool as error:
+        log.warning(
+            "the encoding worker processes failed (%s); encoding %s in this process "
+            "(data.encode_workers=1 does so from the start)",
+            error, text_paths[0].name,
+        )  # fmt: skip
+        for leftover in folder.iterdir():
+            leftover.unlink()
+        pairs = _write_arrays(folder, text_paths, *tokenizers, 1)
+    text_bytes = {}
+    for side, path in zip(SIDES, text_paths, strict=True):
+        _link_or_copy(path, folder / f"{side}.txt")
+        text_bytes[side] = (folder / f"{side}.txt").stat().st_size
+    meta = {"format": FORMAT, "pairs": pairs, "text_bytes": text_bytes}
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def open_encoded(cache: Path, lazy: bool) -> ParallelData:
+    """The split in `cache`: lazy over the mapped files, or read into lists."""
+    pairs = _check_cache(cache)
+    examples = ArrayExamples(open_ragged(cache, "src"), open_ragged(cache, "tgt"))
+    src_lines, tgt_lines = (TextLines(cache / f"{side}.txt") for side in SIDES)
+    if lazy:
+        return ParallelData.from_arrays(examples, src_lines, tgt_lines, pairs)
+    return ParallelData(list(examples), list(src_lines), list(tgt_lines))
+
+
+def encoding_hash(
+    text_paths: tuple[Path, Path], src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer
+) -> str:
+    """Short sha256 of both models and of every `src<TAB>tgt` line, read as a stream."""
     digest = hashlib.sha256()
     for model in (src_tokenizer.to_bytes(), tgt_tokenizer.to_bytes()):
         digest.update(hashlib.sha256(model).digest())
-    for src, tgt in pairs:
+    for src, tgt in _read_pairs(text_paths):
         digest.update(f"{src}\t{tgt}\n".encode())
     return digest.hexdigest()[:16]
 
 
-def _save(path: Path, data: ParallelData) -> None:
-    src_ids, src_offsets = _flatten([src for src, _ in data.examples])
-    tgt_ids, tgt_offsets = _flatten([tgt for _, tgt in data.examples])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with temporary_beside(path) as temporary:
-        with open(temporary, "wb") as stream:
-            np.savez(
-                stream,
-                src_ids=src_ids,
-                src_offsets=src_offsets,
-                tgt_ids=tgt_ids,
-                tgt_offsets=tgt_offsets,
+def _read_pairs(text_paths: tuple[Path, Path]) -> Iterator[Pair]:
+    """(src, tgt) lines of two parallel text files; a length mismatch names both files."""
+    src_path, tgt_path = text_paths
+    for count, (src, tgt) in enumerate(
+        itertools.zip_longest(iter_lines(src_path), iter_lines(tgt_path)), start=1
+    ):
+        if src is None or tgt is None:
+            raise ArrayFileError(
+                f"{src_path} and {tgt_path} are not parallel: one ends at line {count - 1}"
             )
-        os.replace(temporary, path)
+        yield src, tgt
 
 
-def _load(path: Path, pairs: Sequence[Pair]) -> ParallelData:
-    with np.load(path, allow_pickle=False) as arrays:
-        sources = _unflatten(arrays["src_ids"], arrays["src_offsets"])
-        targets = _unflatten(arrays["tgt_ids"], arrays["tgt_offsets"])
-    if len(sources) != len(pairs):
-        raise ValueError(f"{path} holds {len(sources)} examples, expected {len(pairs)}")
-    examples = list(zip(sources, targets, strict=True))
-    return ParallelData(examples, [src for src, _ in pairs], [tgt for _, tgt in pairs])
+def _chunks(text_paths: tuple[Path, Path]) -> Iterator[Chunk]:
+    pairs = _read_pairs(text_paths)
+    while batch := list(itertools.islice(pairs, CHUNK_PAIRS)):
+        yield [src for src, _ in batch], [tgt for _, tgt in batch]
 
 
-def _flatten(sequences: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """All ids (total,) int32 and offsets (n + 1,): sequence i is ids[offsets[i]:offsets[i+1]]."""
-    lengths = np.array([len(ids) for ids in sequences], dtype=np.int64)  # (n,)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # (n + 1,)
-    ids = np.fromiter((i for ids in sequences for i in ids), dtype=np.int32, count=int(offsets[-1]))
-    return ids, offsets
+def _write_arrays(
+    folder: Path,
+    text_paths: tuple[Path, Path],
+    src_tokenizer: Tokenizer,
+    tgt_tokenizer: Tokenizer,
+    workers: int,
+) -> int:
+    """Encode the text into the four `.npy` files of `folder`; returns the pair count."""
+    vocab_size = max(src_tokenizer.vocab_size, tgt_tokenizer.vocab_size)
+    writers = {side: RaggedWriter(folder, side, ids_dtype(vocab_size)) for side in SIDES}
+    if workers > 1 and _count_lines(text_paths[0]) < PARALLEL_MIN_PAIRS:
+        workers = 1  # starting the workers would cost more than they save
+    chunks = encode_chunks(_chunks(text_paths), src_tokenizer, tgt_tokenizer, workers)
+    for src_ids, src_lengths, tgt_ids, tgt_lengths in chunks:
+        writers["src"].add(src_ids, src_lengths)
+        writers["tgt"].add(tgt_ids, tgt_lengths)
+    counts = {side: writer.close() for side, writer in writers.items()}
+    return counts["src"]
 
 
-def _unflatten(ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
-    flat = ids.tolist()
-    bounds = offsets.tolist()
-    return [flat[start:end] for start, end in zip(bounds[:-1], bounds[1:], strict=True)]
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as stream:
+        return sum(block.count(b"\n") for block in iter(lambda: stream.read(1 << 20), b""))
+
+
+def _check_cache(cache: Path) -> int:
+    """The number of pairs of an intact cache folder; ArrayFileError (or ValueError,
+    KeyError, OSError) naming the file otherwise."""
+    meta_path = cache / "meta.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("format") != FORMAT:
+        raise ArrayFileError(f"{meta_path}: format {meta.get('format')!r}, expected {FORMAT}")
+    pairs = int(meta["pairs"])
+    for side in SIDES:
+        ragged = open_ragged(cache, side)
+        if len(ragged) != pairs:
+            raise ArrayFileError(
+                f"{cache / f'{side}_offsets.npy'}: {len(ragged)} sentences, {meta_path.name} "
+                f"says {pairs}"
+            )
+        text = cache / f"{side}.txt"
+        if text.stat().st_size != meta["text_bytes"][side]:  # edited in place (a hard link)
+            raise ArrayFileError(
+                f"{text}: {text.stat().st_size} bytes, {meta_path.name} says "
+                f"{meta['text_bytes'][side]}"
+            )
+    return pairs
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """A hard link (the split file may be replaced later: the link keeps this text), or a
+    copy where the file system has no hard links."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def _move_into_place(temporary: Path, cache: Path) -> None:
+    """Rename the finished folder to its cache name; another writer's finished folder
+    there (same inputs, same content) is kept and ours dropped."""
+    try:
+        os.rename(temporary, cache)
+    except OSError:
+        if not cache.is_dir():
+            raise
+        log.debug("%s was written by another process meanwhile; keeping it", cache)

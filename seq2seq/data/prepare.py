@@ -1,12 +1,21 @@
 """`prepare(cfg)`: from a corpus URL (or a toy task) to encoded train / valid / test splits.
 
-    fetch -> read and clean -> leakage-free split -> write text -> sentencepiece (train or
-    reuse) -> encode (or load the cached encoding) -> drop over-long training pairs and
-    truncate over-long valid / test sentences
+    fetch -> read and clean (stream; 32 bytes of hashes kept a pair, the clean pairs in a
+    temporary file) -> leakage-free split from the hashes -> write text (second stream)
+    -> sentencepiece on a bounded sample of the training text (train or reuse) -> encode
+    in chunks into memory-mapped arrays (or find the cached ones) -> record the files
+    -> drop over-long training pairs and truncate over-long valid / test sentences
+
+Memory does not grow with the corpus beyond a few compact arrays: see
+`seq2seq.data.hashsplit`, `seq2seq.data.tokenizer` (SentenceSample) and
+`seq2seq.data.encode`. The training split is returned lazily (`ParallelData.from_arrays`):
+its ids stay on disk until a batch asks for them. A later call finds the record of the
+files (`seq2seq.data.record`, keyed by the corpus content and the settings) and opens them
+without reading the corpus again, so start-up time does not grow with it.
 
 Everything written goes to `<root>/prepared/<name>/`: the split text files
 (`train.zh`, `train.en`, ...), the subword models `spm_<lang>_<hash>.model` and the encoded
-splits `encoded_<split>_<hash>.npz`, both cached by a hash of their inputs, so a second call
+splits `encoded_<split>_<hash>/`, both cached by a hash of their inputs, so a second call
 is fast and a changed setting recomputes only what it affects. The folder is locked
 (`flock`, where the platform has it) while it is written, so runs preparing the same corpus
 at once (a parallel sweep) take turns and end with the same files. Toy tasks are generated
@@ -26,8 +35,10 @@ largest size is used instead, with a warning naming both sizes (see
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,18 +51,40 @@ from seq2seq.data.corpus import (
     CorpusError,
     CorpusStats,
     Pair,
-    read_pairs,
+    corpus_stats,
+    iter_pairs,
     traditional_to_simplified,
 )
-from seq2seq.data.encode import encode_pairs, encode_pairs_cached
-from seq2seq.data.fetch import fetch, folder_lock
-from seq2seq.data.split import SplitPairs, split_pairs, write_split
-from seq2seq.data.tokenizer import SubwordTokenizer, SymbolTokenizer, Tokenizer
+from seq2seq.data.encode import encode_pairs, encode_split, open_encoded
+from seq2seq.data.fetch import fetch, folder_lock, sha256_of, temporary_beside
+from seq2seq.data.hashsplit import (
+    LABELS,
+    PairHashes,
+    SplitAssignment,
+    assign_splits,
+)
+from seq2seq.data.record import (
+    PreparationRecord,
+    load_record,
+    record_key,
+    record_path,
+    save_record,
+    text_state,
+)
+from seq2seq.data.split import write_split_stream
+from seq2seq.data.tokenizer import (
+    SentenceSample,
+    SubwordTokenizer,
+    SymbolTokenizer,
+    TextFiles,
+    Tokenizer,
+)
 from seq2seq.data.toy import ToySpec, toy_splits
 
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "valid", "test")
+MAX_AUTO_WORKERS = 8  # data.encode_workers=null: the usable cores, at most this many
 
 
 @dataclass
@@ -82,8 +115,119 @@ def _prepare_parallel(cfg: DataConfig) -> PreparedData:
     root = Path(cfg.root)
     folder = root / "prepared" / cfg.name
     corpus_path = fetch(cfg.url, cfg.member or None, root=root, sha256=cfg.sha256)
-    pairs, stats = read_pairs(
+    key = record_key(cfg, sha256_of(corpus_path))
+    with folder_lock(folder):
+        record = load_record(folder, key)
+        opened = _open_recorded(cfg, folder, record) if record is not None else None
+        if record is None or opened is None:
+            record = _prepare_files(cfg, corpus_path, folder)
+            save_record(folder, key, record)
+            opened = _open(cfg, folder, record)
+        else:
+            log.info("using the prepared files of %s", record_path(folder, key))
+    src_tokenizer, tgt_tokenizer, encoded = opened
+    _warn_if_capped(cfg, src_tokenizer, tgt_tokenizer)
+    return _finish(cfg, encoded, src_tokenizer, tgt_tokenizer, folder, record.corpus_summary)
+
+
+Opened = tuple[SubwordTokenizer, SubwordTokenizer, dict[str, ParallelData]]
+
+
+def _open(cfg: DataConfig, folder: Path, record: PreparationRecord) -> Opened:
+    """The tokenizers and the encoded splits a record names (train lazily)."""
+    src_tokenizer, tgt_tokenizer = _load_tokenizers(cfg, folder, record.models)
+    encoded = {
+        name: open_encoded(folder / cache, lazy=name == "train")
+        for name, cache in record.encoded.items()
+    }
+    return src_tokenizer, tgt_tokenizer, encoded
+
+
+def _open_recorded(cfg: DataConfig, folder: Path, record: PreparationRecord) -> Opened | None:
+    """`_open`, or None (with a warning) when a recorded file cannot be read: the
+    preparation then runs again and re-encodes a damaged cache."""
+    try:
+        return _open(cfg, folder, record)
+    except (OSError, ValueError, KeyError) as error:  # ArrayFileError is a ValueError
+        log.warning("cannot open the prepared files in %s (%s); preparing again", folder, error)
+        return None
+
+
+def _prepare_files(cfg: DataConfig, corpus_path: Path, folder: Path) -> PreparationRecord:
+    """Split, train (or reuse) the subword models, encode (or reuse): every file written,
+    and their record."""
+    langs = (cfg.src_lang, cfg.tgt_lang)
+    stats, split = _split_corpus(cfg, corpus_path, folder)
+    tokenizers = _subword_tokenizers(cfg, folder)
+    workers = _encode_workers(cfg)
+    encoded = {}
+    for name in SPLITS:
+        paths = (folder / f"{name}.{langs[0]}", folder / f"{name}.{langs[1]}")
+        encoded[name] = encode_split(paths, *tokenizers, folder, name, workers=workers).name
+    texts = [f"{name}.{lang}" for name in SPLITS for lang in langs]
+    return PreparationRecord(
+        corpus_summary=_corpus_summary(stats, split),
+        texts={text: text_state(folder / text) for text in texts},
+        models=[_model_file(model) for model in tokenizers],
+        encoded=encoded,
+    )
+
+
+def _load_tokenizers(
+    cfg: DataConfig, folder: Path, models: list[str]
+) -> tuple[SubwordTokenizer, SubwordTokenizer]:
+    """The source and target models the record names: one object when joint."""
+    if cfg.joint_vocab:
+        joint = SubwordTokenizer.load(folder / models[0], f"{cfg.src_lang}-{cfg.tgt_lang}")
+        return joint, joint
+    src, tgt = (
+        SubwordTokenizer.load(folder / name, lang)
+        for name, lang in zip(models, (cfg.src_lang, cfg.tgt_lang), strict=True)
+    )
+    return src, tgt
+
+
+def _model_file(tokenizer: SubwordTokenizer) -> str:
+    if tokenizer.path is None:  # SubwordTokenizer.train always caches its model
+        raise RuntimeError(f"the '{tokenizer.lang}' subword model has no cache file")
+    return tokenizer.path.name
+
+
+def _split_corpus(
+    cfg: DataConfig, corpus_path: Path, folder: Path
+) -> tuple[CorpusStats, SplitAssignment]:
+    """Read and clean the corpus as a stream, split it, write the six split text files.
+
+    The clean pairs are written to a temporary file while their hashes are collected, the
+    split is computed from the hashes, and the pairs are read back and written to their
+    splits; nothing grows with the corpus but the hashes (`seq2seq.data.hashsplit`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stats = corpus_stats(corpus_path, cfg.member or None)
+    hashes = PairHashes()
+    with temporary_beside(folder / "clean_pairs.tsv") as clean:
+        with open(clean, "wb") as stream:
+            for src, tgt in _clean_pairs(cfg, corpus_path, stats):
+                hashes.add(src, tgt)
+                stream.write(f"{src}\t{tgt}\n".encode())
+        try:
+            split = assign_splits(
+                hashes, valid_size=cfg.valid_size, test_size=cfg.test_size, seed=cfg.seed
+            )
+        except ValueError as error:  # valid + test sizes the corpus cannot fill
+            raise CorpusError(f"{corpus_path}: {error}") from error
+        del hashes
+        names = {label: name for name, label in LABELS.items()}
+        labels = (names.get(label) for label in split.labels.tolist())
+        write_split_stream(_read_clean(clean), labels, folder, (cfg.src_lang, cfg.tgt_lang))
+    return stats, split
+
+
+def _clean_pairs(cfg: DataConfig, corpus_path: Path, stats: CorpusStats) -> Iterator[Pair]:
+    """Every clean pair of the corpus file; with data.max_pairs the rest of the file is
+    still read (its lines counted and checked), as before streaming."""
+    pairs = iter_pairs(
         corpus_path,
+        stats,
         member=cfg.member or None,
         src_column=cfg.src_column,
         tgt_column=cfg.tgt_column,
@@ -92,23 +236,28 @@ def _prepare_parallel(cfg: DataConfig) -> PreparedData:
         max_member_bytes=cfg.max_member_bytes,
         **_converters(cfg),
     )
-    if cfg.max_pairs is not None:
-        pairs = pairs[: cfg.max_pairs]
-    try:
-        split = split_pairs(
-            pairs, valid_size=cfg.valid_size, test_size=cfg.test_size, seed=cfg.seed
-        )
-    except ValueError as error:  # valid + test sizes the corpus cannot fill
-        raise CorpusError(f"{corpus_path}: {error}") from error
-    with folder_lock(folder):
-        write_split(split, folder, cfg.src_lang, cfg.tgt_lang)
-        src_tokenizer, tgt_tokenizer = _subword_tokenizers(cfg, split.train, folder)
-        encoded = {
-            name: encode_pairs_cached(pairs_of_split, src_tokenizer, tgt_tokenizer, folder, name)
-            for name, pairs_of_split in split.by_name().items()
-        }
-    corpus_summary = _corpus_summary(stats, split)
-    return _finish(cfg, encoded, src_tokenizer, tgt_tokenizer, folder, corpus_summary)
+    if cfg.max_pairs is None:
+        yield from pairs
+        return
+    yield from itertools.islice(pairs, cfg.max_pairs)
+    for _ in pairs:  # read to the end: the line counts and the malformed check
+        pass
+
+
+def _read_clean(path: Path) -> Iterator[Pair]:
+    """The pairs of the temporary clean-pairs file, one `src<TAB>tgt` a line."""
+    with open(path, "rb") as stream:
+        for line in stream:
+            src, tgt = line.rstrip(b"\n").decode("utf-8").split("\t")
+            yield src, tgt
+
+
+def _encode_workers(cfg: DataConfig) -> int:
+    """data.encode_workers, or the usable cores (at most MAX_AUTO_WORKERS) when null."""
+    if cfg.encode_workers is not None:
+        return cfg.encode_workers
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, MAX_AUTO_WORKERS))
 
 
 def _prepare_toy(cfg: DataConfig) -> PreparedData:
@@ -129,17 +278,17 @@ def _converters(cfg: DataConfig) -> dict[str, Any]:
     return {f"convert_{cfg.chinese_side()}": traditional_to_simplified()}
 
 
-def _subword_tokenizers(
-    cfg: DataConfig, train: Sequence[Pair], folder: Path
-) -> tuple[SubwordTokenizer, SubwordTokenizer]:
-    """Train (or reuse) sentencepiece on the training split: per side, or one joint model."""
-    sources = [src for src, _ in train]
-    targets = [tgt for _, tgt in train]
+def _subword_tokenizers(cfg: DataConfig, folder: Path) -> tuple[SubwordTokenizer, SubwordTokenizer]:
+    """Train (or reuse) sentencepiece on the training split's text files: per side, or
+    one joint model; on a sample of data.spm_sample_size sentences when there are more."""
+    sources = TextFiles(folder / f"train.{cfg.src_lang}")
+    targets = TextFiles(folder / f"train.{cfg.tgt_lang}")
     if cfg.joint_vocab:
         joint_lang = f"{cfg.src_lang}-{cfg.tgt_lang}"
         langs = [cfg.src_lang, cfg.tgt_lang]
+        both = TextFiles(*sources.paths, *targets.paths)
         joint = _subword_tokenizer(
-            cfg, sources + targets, joint_lang, "src_vocab_size", folder, text_langs=langs
+            cfg, both, joint_lang, "src_vocab_size", folder, text_langs=langs
         )
         return joint, joint
     src = _subword_tokenizer(cfg, sources, cfg.src_lang, "src_vocab_size", folder)
@@ -148,13 +297,16 @@ def _subword_tokenizers(
 
 
 def _subword_tokenizer(
-    cfg: DataConfig, texts: list[str], lang: str, size_key: str, folder: Path, **options: Any
+    cfg: DataConfig, texts: TextFiles, lang: str, size_key: str, folder: Path, **options: Any
 ) -> SubwordTokenizer:
     """One sentencepiece model of the size `data.<size_key>` asks for or, with
     data.vocab_cap, of the largest size the text supports when that is less (a warning)."""
     asked = getattr(cfg, size_key)
     vocab_key = f"data.{size_key}" + (" (the joint vocabulary size)" if cfg.joint_vocab else "")
-    tokenizer = SubwordTokenizer.train(
+    sample = None
+    if cfg.spm_sample_size is not None:
+        sample = SentenceSample(cfg.spm_sample_size, cfg.seed)
+    return SubwordTokenizer.train(
         texts,
         lang=lang,
         vocab_size=asked,
@@ -162,15 +314,25 @@ def _subword_tokenizer(
         model_type=cfg.model_type,
         vocab_key=vocab_key,
         vocab_cap=cfg.vocab_cap,
+        sample=sample,
         **options,
     )
-    if tokenizer.vocab_size != asked:
+
+
+def _warn_if_capped(cfg: DataConfig, src: Tokenizer, tgt: Tokenizer) -> None:
+    """With data.vocab_cap, a warning for each model smaller than its size key asked (a
+    joint model: data.src_vocab_size, once)."""
+    models = [(src, "src_vocab_size")] + ([] if cfg.joint_vocab else [(tgt, "tgt_vocab_size")])
+    for tokenizer, size_key in models:
+        asked = getattr(cfg, size_key)
+        if tokenizer.vocab_size == asked:
+            continue
+        vocab_key = f"data.{size_key}" + (" (the joint vocabulary size)" if cfg.joint_vocab else "")
         log.warning(
             "data.vocab_cap=true: %s=%d is more than the '%s' training text supports; "
             "using %d pieces, the largest size it does",
-            vocab_key, asked, lang, tokenizer.vocab_size,
+            vocab_key, asked, tokenizer.lang, tokenizer.vocab_size,
         )  # fmt: skip
-    return tokenizer
 
 
 def _finish(
@@ -204,13 +366,14 @@ def _finish(
 
 
 def drop_long_pairs(data: ParallelData, max_len: int) -> tuple[ParallelData, int]:
-    """Keep the pairs whose two sides have at most `max_len` pieces; also return the drop count."""
-    keep = [
-        index
-        for index, (src, tgt) in enumerate(data.examples)
-        if len(src) <= max_len and len(tgt) <= max_len
-    ]
-    return data.select(keep), len(data) - len(keep)
+    """Keep the pairs whose two sides have at most `max_len` pieces; also return the drop
+    count. Decided from the lengths alone, so lazy data reads no ids."""
+    src_pieces = np.asarray(data.src_lengths, dtype=np.int64) - 1  # (examples,) no EOS
+    tgt_pieces = np.asarray(data.tgt_lengths, dtype=np.int64) - 1  # (examples,) no BOS
+    keep = np.flatnonzero((src_pieces <= max_len) & (tgt_pieces <= max_len))  # (kept,)
+    if len(keep) == len(data) and data.lazy:
+        return data, 0  # nothing to drop: no selection over every row
+    return data.select(keep.tolist() if not data.lazy else keep), len(data) - len(keep)
 
 
 def truncate_long_pairs(data: ParallelData, max_len: int) -> tuple[ParallelData, tuple[int, int]]:
@@ -232,7 +395,7 @@ def _truncation_summary(split_name: str, counts: tuple[int, int]) -> dict[str, i
     return {f"{split_name}_src_truncated": src_cut, f"{split_name}_tgt_truncated": tgt_cut}
 
 
-def _corpus_summary(stats: CorpusStats, split: SplitPairs) -> dict[str, Any]:
+def _corpus_summary(stats: CorpusStats, split: SplitAssignment) -> dict[str, Any]:
     return {
         "lines_read": stats.lines_read,
         "malformed_skipped": stats.malformed,
@@ -269,7 +432,7 @@ def _data_summary(cfg: DataConfig, prepared: PreparedData, dropped: int) -> dict
 
 def _mean_pieces(batch_lengths: Sequence[int]) -> float:
     """Mean length in pieces, from lengths that include one EOS/BOS."""
-    return round(float(np.mean(batch_lengths)) - 1.0, 2) if batch_lengths else 0.0
+    return round(float(np.mean(batch_lengths)) - 1.0, 2) if len(batch_lengths) else 0.0
 
 
 def _longest(prepared: PreparedData, side: str) -> int:

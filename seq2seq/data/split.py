@@ -18,14 +18,18 @@ gold pairs drawn from valid and test (seq2seq/align/gold/).
 
 from __future__ import annotations
 
+import contextlib
+import filecmp
+import functools
+import os
 import random
 import unicodedata
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.data.corpus import Pair
-from seq2seq.data.fetch import write_atomically
+from seq2seq.data.fetch import temporary_beside, write_atomically
 
 SPLIT_NAMES = ("train", "valid", "test")
 
@@ -75,12 +79,26 @@ def near_duplicate_key(sentence: str) -> str:
     punctuation mark (Unicode category P*) and space removed. A sentence of nothing but
     punctuation keeps itself as its key."""
     folded = unicodedata.normalize("NFKC", sentence).casefold()
-    kept = "".join(
-        char
-        for char in folded
-        if not (unicodedata.category(char).startswith("P") or char.isspace())
-    )
+    kept = folded.translate(_ignored_characters())
     return kept or sentence
+
+
+@functools.cache
+def _ignored_characters() -> _IgnoredCharacters:
+    """The str.translate table of `near_duplicate_key`, one per process (a memo)."""
+    return _IgnoredCharacters()
+
+
+class _IgnoredCharacters(dict):
+    """str.translate table deleting every punctuation mark (category P*) and space: the
+    same test as character by character, done once per distinct character and remembered
+    (a character kept maps to itself)."""
+
+    def __missing__(self, code: int) -> int | None:
+        char = chr(code)
+        ignored = unicodedata.category(char).startswith("P") or char.isspace()
+        self[code] = None if ignored else code
+        return self[code]
 
 
 def sentence_groups(pairs: Sequence[Pair]) -> list[list[int]]:
@@ -151,6 +169,48 @@ def write_split(split: SplitPairs, folder: Path, src_lang: str, tgt_lang: str) -
     for name, pairs in split.by_name().items():
         _write_lines(folder / f"{name}.{src_lang}", [src for src, _ in pairs])
         _write_lines(folder / f"{name}.{tgt_lang}", [tgt for _, tgt in pairs])
+
+
+def write_split_stream(
+    pairs: Iterable[Pair], labels: Iterable[str | None], folder: Path, langs: tuple[str, str]
+) -> dict[str, int]:
+    """Write the split files from a stream of pairs and their split names (None: no
+    split, a duplicate); only one pair is held at a time. Returns the pairs per split.
+
+    The same files as `write_split` with the same pairs: each goes through a temporary
+    file, and a file whose content did not change is kept as it is (and its mtime)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    targets = {
+        (name, side): folder / f"{name}.{lang}"
+        for name in SPLIT_NAMES
+        for side, lang in enumerate(langs)
+    }
+    counts = dict.fromkeys(SPLIT_NAMES, 0)
+    with contextlib.ExitStack() as stack:
+        temporaries = {
+            path: stack.enter_context(temporary_beside(path)) for path in targets.values()
+        }
+        streams = {
+            key: stack.enter_context(open(temporaries[path], "wb")) for key, path in targets.items()
+        }
+        for pair, name in zip(pairs, labels, strict=True):
+            if name is None:
+                continue
+            counts[name] += 1
+            for side in (0, 1):
+                streams[name, side].write(pair[side].encode("utf-8") + b"\n")
+        for stream in streams.values():
+            stream.close()
+        for path, temporary in temporaries.items():
+            _replace_if_changed(temporary, path)
+    return counts
+
+
+def _replace_if_changed(temporary: Path, path: Path) -> None:
+    """Rename `temporary` to `path` unless `path` already holds the same bytes."""
+    if path.is_file() and filecmp.cmp(temporary, path, shallow=False):
+        return  # unchanged: keep the file (and its mtime) as it is
+    os.replace(temporary, path)
 
 
 def _write_lines(path: Path, lines: Sequence[str]) -> None:

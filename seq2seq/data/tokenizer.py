@@ -6,7 +6,18 @@ Both share one small API (`encode`, `encode_many`, `decode`, `pieces`, `id_to_pi
 
 Subword models are trained on the training split only and cached as
 `spm_<lang>_<hash>.model`, the hash covering the training text and every setting: a second
-run reuses the file and a changed setting or text trains a new one.
+run reuses the file and a changed setting or text trains a new one. The text may be any
+iterable that can be read more than once (a list, or `TextFiles` reading the split files
+again each time), so a large training split is streamed, never held.
+
+Sample (`SentenceSample`, `data.spm_sample_size`): from a text of more sentences than the
+sample size, sentencepiece gets a uniform random sample of that many (drawn with numpy from
+the seed, streamed in text order), so its memory is the sample's. Not sentencepiece's own
+`input_sentence_size` sampling: its generator is seeded once per process (a later
+`set_random_generator_seed` is ignored, and unseeded it differs from run to run), so the
+same inputs could give another model. A text that fits is trained on whole, with exactly
+the call and cache key of a model trained before samples existed, so such models (and
+checkpoints using them) stay valid.
 
 Vocabulary cap (`vocab_cap=True`): sentencepiece refuses a vocabulary larger than the text
 supports, and its error states the largest size it would accept ("Please set it to a value
@@ -27,10 +38,12 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
 import sentencepiece as spm
 
 from seq2seq.data.corpus import CorpusError
@@ -51,6 +64,7 @@ log = logging.getLogger(__name__)
 SPECIAL_PIECES = (PAD_PIECE, UNK_PIECE, BOS_PIECE, EOS_PIECE)  # in id order 0, 1, 2, 3
 NOT_DECODED_IDS = frozenset((PAD_ID, BOS_ID, EOS_ID))
 TOY_SYMBOLS = "abcdefghijklmnopqrstuvwxyz"
+SAMPLE_STREAM = 0x5E47  # numpy seed prefix of the sentence sample, apart from other draws
 CAP_NOTE_SUFFIX = ".cap.json"  # beside the asked model's name: the size the cap used
 # sentencepiece 0.2: "Vocabulary size too high (5000). Please set it to a value <= 39."
 TOO_LARGE = re.compile(r"vocab\w*\s+size\s+too\s+(?:high|large).*?<=\s*(\d+)", re.I | re.S)
@@ -64,6 +78,50 @@ class VocabularySizeError(CorpusError):
     def __init__(self, message: str, largest: int | None = None) -> None:
         super().__init__(message)
         self.largest = largest
+
+
+@dataclass(frozen=True)
+class SentenceSample:
+    """Train on at most `size` sentences, drawn at random with `seed`, when the text has more."""
+
+    size: int
+    seed: int
+
+    def rows(self, count: int) -> np.ndarray | None:
+        """(size,) int64 sorted sentence numbers of the sample of a text of `count`
+        sentences; None when the whole text fits."""
+        if count <= self.size:
+            return None
+        rng = np.random.default_rng([SAMPLE_STREAM, self.seed])
+        return np.sort(rng.choice(count, size=self.size, replace=False)).astype(np.int64)
+
+
+def sampled(texts: Iterable[str], rows: np.ndarray | None) -> Iterator[str]:
+    """The texts at `rows` (sorted), in order, as a stream; every text when rows is None."""
+    if rows is None:
+        yield from texts
+        return
+    wanted = iter(rows.tolist())
+    next_row = next(wanted, None)
+    for number, text in enumerate(texts):
+        if next_row is None:
+            return
+        if number == next_row:
+            yield text
+            next_row = next(wanted, None)
+
+
+class TextFiles:
+    """The lines of some UTF-8 text files, one after the other, read anew at each iteration."""
+
+    def __init__(self, *paths: Path | str) -> None:
+        self.paths = [Path(path) for path in paths]
+
+    def __iter__(self) -> Iterator[str]:
+        for path in self.paths:
+            with open(path, "rb") as stream:
+                for line in stream:
+                    yield line.rstrip(b"\n").decode("utf-8")
 
 
 class Tokenizer(Protocol):
@@ -101,15 +159,18 @@ class SubwordTokenizer:
 
     kind = "sentencepiece"
 
-    def __init__(self, processor: spm.SentencePieceProcessor, lang: str) -> None:
+    def __init__(
+        self, processor: spm.SentencePieceProcessor, lang: str, path: Path | None = None
+    ) -> None:
         _check_special_ids(processor)
         self.processor = processor
         self.lang = lang
+        self.path = path  # the cached model file it was trained into or loaded from, if any
 
     @classmethod
     def train(
         cls,
-        texts: Sequence[str],
+        texts: Iterable[str],
         *,
         lang: str,
         vocab_size: int,
@@ -118,10 +179,13 @@ class SubwordTokenizer:
         text_langs: Sequence[str] | None = None,
         vocab_key: str = "vocab_size",
         vocab_cap: bool = False,
+        sample: SentenceSample | None = None,
     ) -> SubwordTokenizer:
         """Train on `texts`, or load the cached model trained on the same text and settings.
 
-        `text_langs` are the languages in `texts` (default `[lang]`; both for a joint model).
+        `texts` is read several times (hash, training). `text_langs` are the languages in
+        `texts` (default `[lang]`; both for a joint model). `sample` bounds the sentences
+        trained on (module docstring).
 
         `vocab_key` names the setting in the VocabularySizeError raised when `vocab_size` is
         larger than the text allows (sentencepiece's hard limit, kept on purpose so that the
@@ -130,43 +194,50 @@ class SubwordTokenizer:
         tokenizer's `vocab_size` then says which.
         """
         settings = spm_settings(vocab_size, model_type, text_langs or [lang])
-        path = model_path(folder, lang, texts, settings)
+        path, rows = model_path(folder, lang, texts, settings, sample)
         if path.is_file():
             log.info("reusing the subword model %s", path)
             return cls.load(path, lang)
         if vocab_cap:
-            return cls._train_capped(texts, settings, lang, path, vocab_key)
-        model = _train_model(texts, settings, lang, vocab_key)
+            return cls._train_capped(texts, settings, lang, path, vocab_key, sample)
+        model = _train_model(sampled(texts, rows), settings, lang, vocab_key)
         _cache_model(path, model)
-        return cls.from_bytes(model, lang)
+        return cls.from_bytes(model, lang, path)
 
     @classmethod
     def _train_capped(
-        cls, texts: Sequence[str], asked: dict[str, object], lang: str, path: Path, vocab_key: str
+        cls,
+        texts: Iterable[str],
+        asked: dict[str, object],
+        lang: str,
+        path: Path,
+        vocab_key: str,
+        sample: SentenceSample | None,
     ) -> SubwordTokenizer:
         """The model of the largest size up to `asked`'s that the text supports, trained or
         found through the cap note beside `path` (the asked model's cache file)."""
         note = path.with_name(path.stem + CAP_NOTE_SUFFIX)
         asked_size = int(asked["vocab_size"])
         start = {**asked, "vocab_size": min(_noted_size(note) or asked_size, asked_size)}
-        capped_path = model_path(path.parent, lang, texts, start)
+        capped_path, rows = model_path(path.parent, lang, texts, start, sample)
         if capped_path.is_file():
             log.info("reusing the subword model %s (capped, %s)", capped_path, note.name)
             return cls.load(capped_path, lang)
-        used, model = _train_largest(texts, start, lang, vocab_key)
-        _cache_model(model_path(path.parent, lang, texts, used), model)
+        used, model = _train_largest(texts, rows, start, lang, vocab_key)
+        used_path = model_path(path.parent, lang, texts, used, sample)[0]
+        _cache_model(used_path, model)
         if used["vocab_size"] != asked_size:
             note_text = json.dumps({"asked": asked_size, "used": used["vocab_size"]})
             _write_atomically(note, note_text.encode())
-        return cls.from_bytes(model, lang)
+        return cls.from_bytes(model, lang, used_path)
 
     @classmethod
     def load(cls, path: Path | str, lang: str) -> SubwordTokenizer:
-        return cls.from_bytes(Path(path).read_bytes(), lang)
+        return cls.from_bytes(Path(path).read_bytes(), lang, Path(path))
 
     @classmethod
-    def from_bytes(cls, data: bytes, lang: str) -> SubwordTokenizer:
-        return cls(spm.SentencePieceProcessor(model_proto=data), lang)
+    def from_bytes(cls, data: bytes, lang: str, path: Path | None = None) -> SubwordTokenizer:
+        return cls(spm.SentencePieceProcessor(model_proto=data), lang, path)
 
     def to_bytes(self) -> bytes:
         return self.processor.serialized_model_proto()
@@ -193,19 +264,35 @@ class SubwordTokenizer:
 
 
 def model_path(
-    folder: Path | str, lang: str, texts: Sequence[str], settings: dict[str, object]
-) -> Path:
-    """Where the model of `texts` under `settings` is cached: `spm_<lang>_<hash>.model`."""
-    return Path(folder) / f"spm_{lang}_{training_hash(texts, settings)}.model"
+    folder: Path | str,
+    lang: str,
+    texts: Iterable[str],
+    settings: dict[str, object],
+    sample: SentenceSample | None = None,
+) -> tuple[Path, np.ndarray | None]:
+    """Where the model of `texts` under `settings` is cached, `spm_<lang>_<hash>.model`, and
+    the sentence numbers its training sample takes (None: the whole text)."""
+    key, rows = training_hash(texts, settings, sample)
+    return Path(folder) / f"spm_{lang}_{key}.model", rows
 
 
-def training_hash(texts: Sequence[str], settings: dict[str, object]) -> str:
-    """Short sha256 of the training text, the settings and the sentencepiece version."""
+def training_hash(
+    texts: Iterable[str], settings: dict[str, object], sample: SentenceSample | None = None
+) -> tuple[str, np.ndarray | None]:
+    """Short sha256 of the training text, the settings and the sentencepiece version, read
+    in one pass; and the sample's sentence numbers. A sampled training's hash also covers
+    the sample size and seed; an unsampled one is the hash models had before samples."""
     digest = hashlib.sha256()
     digest.update(json.dumps({**settings, "spm": spm.__version__}, sort_keys=True).encode())
+    count = 0
     for text in texts:
         digest.update(text.encode("utf-8") + b"\n")
-    return digest.hexdigest()[:16]
+        count += 1
+    rows = sample.rows(count) if sample is not None else None
+    if sample is None or rows is None:
+        return digest.hexdigest()[:16], None
+    extra = json.dumps({"sample_size": sample.size, "sample_seed": sample.seed}, sort_keys=True)
+    return hashlib.sha256(f"{digest.hexdigest()}{extra}".encode()).hexdigest()[:16], rows
 
 
 def _cache_model(path: Path, model: bytes) -> None:
@@ -223,21 +310,22 @@ def _noted_size(note: Path) -> int | None:
 
 
 def _train_largest(
-    texts: Sequence[str], settings: dict, lang: str, vocab_key: str
+    texts: Iterable[str], rows: np.ndarray | None, settings: dict, lang: str, vocab_key: str
 ) -> tuple[dict, bytes]:
-    """Train at `settings`, or again at the largest size sentencepiece says the text
-    supports; returns the settings used and the model. The size only ever goes down, so
-    this ends; an error without a smaller size is raised."""
+    """Train at `settings` on the sample `rows` of `texts`, or again at the largest size
+    sentencepiece says the text supports; returns the settings used and the model. The
+    size only ever goes down, so this ends; an error without a smaller size is raised."""
     while True:
         try:
-            return settings, _train_model(texts, settings, lang, vocab_key)
+            return settings, _train_model(sampled(texts, rows), settings, lang, vocab_key)
         except VocabularySizeError as error:
             if error.largest is None or error.largest >= settings["vocab_size"]:
                 raise
             settings = {**settings, "vocab_size": error.largest}
 
 
-def _train_model(texts: Sequence[str], settings: dict, lang: str, vocab_key: str) -> bytes:
+def _train_model(texts: Iterable[str], settings: dict, lang: str, vocab_key: str) -> bytes:
+    """Train one model on every text of `texts`, read as a stream."""
     model = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(

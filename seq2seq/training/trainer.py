@@ -50,7 +50,7 @@ from seq2seq.checkpoint import (
     save_checkpoint,
     tokenizer_payload,
 )
-from seq2seq.data.batching import Batch, TokenBatchSampler, collate
+from seq2seq.data.batching import Batch, TokenBatchSampler
 from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.flops import training_flops
 from seq2seq.metrics import corpus_scores
@@ -296,7 +296,7 @@ class Trainer:
     def _consume(self, batch_indices: list[int], window: _Window) -> bool | None:
         """Forward and backward on one batch; at the last micro-batch of an update, the
         update. None inside an update, else whether the update was applied (not skipped)."""
-        batch = collate([self.data.train.examples[i] for i in batch_indices], batch_indices)
+        batch = self.data.train.batch(batch_indices)  # reads only these examples
         batch = batch.to(self.device)
         loss_sum, nll_sum = self.train_step(batch)
         self._update_flops += self.batch_flops(batch)

@@ -341,41 +341,50 @@ def test_long_valid_and_test_sentences_are_truncated_not_fatal(tmp_path):
 
 @pytest.mark.attack("concurrency")
 def test_encoding_cache_saved_by_another_writer_in_the_middle(tmp_path, monkeypatch):
-    """A second writer saves the same cache file between this one's write and its rename
-    (what two processes preparing the same corpus do at once): both succeed, one valid file."""
+    """A second writer saves the same cache folder between this one's write and its rename
+    (what two processes preparing the same corpus do at once): both succeed, one intact
+    folder, no temporary left."""
     tokenizer = SymbolTokenizer(5)
-    pairs = [("a b c", "c b a"), ("d", "d"), ("e a", "a e")]
-    real_savez = np.savez
+    paths = _text_files(tmp_path, [("a b c", "c b a"), ("d", "d"), ("e a", "a e")])
+    real_move = encode_module._move_into_place
     interleaved = []
 
-    def savez_then_another_writer(file, **arrays) -> None:
-        real_savez(file, **arrays)
+    def move_after_another_writer(temporary, cache) -> None:
         if not interleaved:
             interleaved.append(True)
-            encode_module.encode_pairs_cached(pairs, tokenizer, tokenizer, tmp_path, "train")
+            encode_module.encode_split(paths, tokenizer, tokenizer, tmp_path, "train")
+        real_move(temporary, cache)
 
-    monkeypatch.setattr(np, "savez", savez_then_another_writer)
-    data = encode_module.encode_pairs_cached(pairs, tokenizer, tokenizer, tmp_path, "train")
+    monkeypatch.setattr(encode_module, "_move_into_place", move_after_another_writer)
+    cache = encode_module.encode_split(paths, tokenizer, tokenizer, tmp_path, "train")
     monkeypatch.undo()
     assert interleaved
-    [cache] = tmp_path.glob("encoded_train_*.npz")
-    assert files_in(tmp_path) == [cache.name]
-    again = encode_module.encode_pairs_cached(pairs, tokenizer, tokenizer, tmp_path, "train")
-    assert again.examples == data.examples == [([4, 5, 6], [6, 5, 4]), ([7], [7]), ([8, 4], [4, 8])]
+    assert [name for name in files_in(tmp_path) if name.startswith("encoded")] == [cache.name]
+    data = encode_module.open_encoded(cache, lazy=True)
+    assert data.examples == [([4, 5, 6], [6, 5, 4]), ([7], [7]), ([8, 4], [4, 8])]
 
 
 @pytest.mark.attack("prepare")
 def test_damaged_encoding_cache_is_encoded_again(tmp_path, caplog):
     tokenizer = SymbolTokenizer(5)
-    pairs = [("a b", "b a"), ("c", "c")]
-    first = encode_module.encode_pairs_cached(pairs, tokenizer, tokenizer, tmp_path, "valid")
-    [cache] = tmp_path.glob("encoded_valid_*.npz")
-    cache.write_bytes(cache.read_bytes()[:40])  # cut short, as by a full disk
+    paths = _text_files(tmp_path, [("a b", "b a"), ("c", "c")])
+    cache = encode_module.encode_split(paths, tokenizer, tokenizer, tmp_path, "valid")
+    first = encode_module.open_encoded(cache, lazy=False)
+    ids = cache / "src_ids.npy"
+    ids.write_bytes(ids.read_bytes()[:-3])  # cut short, as by a full disk
     with caplog.at_level("WARNING"):
-        again = encode_module.encode_pairs_cached(pairs, tokenizer, tokenizer, tmp_path, "valid")
-    assert again.examples == first.examples and str(cache) in caplog.text
-    with np.load(cache, allow_pickle=False) as arrays:
-        assert arrays["src_ids"].tolist() == [4, 5, 6]
+        again = encode_module.encode_split(paths, tokenizer, tokenizer, tmp_path, "valid")
+    assert again == cache and str(cache) in caplog.text
+    assert encode_module.open_encoded(cache, lazy=False).examples == first.examples
+    assert np.load(ids, allow_pickle=False).tolist() == [4, 5, 6]
+
+
+def _text_files(folder: Path, pairs: list[tuple[str, str]]) -> tuple[Path, Path]:
+    """`split.src` and `split.tgt` holding the pairs, one sentence a line."""
+    paths = (folder / "split.src", folder / "split.tgt")
+    for side, path in enumerate(paths):
+        path.write_text("".join(pair[side] + "\n" for pair in pairs), encoding="utf-8")
+    return paths
 
 
 def _prepare_in_child(
@@ -413,16 +422,20 @@ def _run_children(settings: dict, mirror: Path, count: int) -> list[tuple[str, o
 
 
 def _check_cache(folder: Path) -> dict[str, bytes]:
-    """Every cache file is whole and valid; no temporary file is left. Returns name -> bytes."""
+    """Every cache file is whole and valid; no temporary file is left. Returns name -> bytes
+    (a cache folder's files as `folder/file`)."""
     names = files_in(folder)
     assert not [name for name in names if name.endswith(".part") or ".part." in name], names
     encoded = [name for name in names if name.startswith("encoded_")]
     assert len(encoded) == 3, names
     for name in encoded:
-        with np.load(folder / name, allow_pickle=False) as arrays:
-            assert int(arrays["src_offsets"][-1]) == len(arrays["src_ids"])
+        for side in ("src", "tgt"):
+            ids = np.load(folder / name / f"{side}_ids.npy", allow_pickle=False)
+            offsets = np.load(folder / name / f"{side}_offsets.npy", allow_pickle=False)
+            assert int(offsets[-1]) == len(ids)
     assert len([name for name in names if name.startswith("spm_")]) == 2, names
-    return {name: (folder / name).read_bytes() for name in names}
+    files = [path for path in folder.rglob("*") if path.is_file()]
+    return {str(path.relative_to(folder)): path.read_bytes() for path in files}
 
 
 @pytest.mark.faults  # two spawned processes: 6-10 s on two cores
