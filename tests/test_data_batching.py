@@ -130,3 +130,36 @@ def test_short_first_epochs_keep_batches_in_increasing_length_then_shuffle():
 def test_short_first_epochs_must_not_be_negative():
     with pytest.raises(ValueError, match="short_first_epochs must be >= 0"):
         TokenBatchSampler([3], [3], max_tokens=30, short_first_epochs=-1)
+
+
+def greedy_pack_one_by_one(sizes: np.ndarray, order: np.ndarray, max_tokens: int) -> list:
+    """The definition, one example at a time: start a new batch when the next example would
+    take batch_size * longest over the budget."""
+    batches, current, longest = [], [], 0
+    for index in order.tolist():
+        longest_with = max(longest, int(sizes[index]))
+        if current and (len(current) + 1) * longest_with > max_tokens:
+            batches.append(current)
+            current, longest_with = [], int(sizes[index])
+        current.append(index)
+        longest = longest_with
+    return batches + ([current] if current else [])
+
+
+@pytest.mark.parametrize("max_tokens", [7, 64, 300, 2048])
+def test_packing_equals_the_one_by_one_greedy_definition(max_tokens):
+    rng = np.random.default_rng(max_tokens)
+    src = rng.integers(1, 8, size=3000)  # up to 7 tokens: every example fits max_tokens=7
+    tgt = rng.integers(1, 8, size=3000)
+    sampler = TokenBatchSampler(src, tgt, max_tokens=max_tokens, seed=3)
+    for epoch in range(2):
+        got = sampler.batches(epoch)
+        assert sorted(got) == sorted(greedy_pack_one_by_one(sampler.sizes, _order(sampler, epoch), max_tokens))
+
+
+def _order(sampler: TokenBatchSampler, epoch: int) -> np.ndarray:
+    """The sorted order `batches` packs (the same draw as the sampler's)."""
+    rng = np.random.default_rng([sampler.seed, epoch])
+    order = rng.permutation(len(sampler.sizes))
+    keys = (sampler.tgt_lengths[order], sampler.src_lengths[order], sampler.sizes[order])
+    return order[np.lexsort(keys)]  # longer side, then source, then target; ties as drawn

@@ -198,6 +198,10 @@ class TokenBatchSampler:
         self.src_lengths = np.asarray(src_lengths, dtype=np.int64)  # (examples,)
         self.tgt_lengths = np.asarray(tgt_lengths, dtype=np.int64)  # (examples,)
         self.sizes = np.maximum(self.src_lengths, self.tgt_lengths)  # (examples,)
+        # one integer per example orders like (size, src, tgt): one stable argsort per epoch,
+        # about twice as fast as a three-key lexsort on millions of pairs
+        src_span, tgt_span = _span(self.src_lengths), _span(self.tgt_lengths)
+        self.sort_keys = (self.sizes * src_span + self.src_lengths) * tgt_span + self.tgt_lengths
         self.max_tokens = max_tokens
         self.shuffle = shuffle
         self.seed = seed
@@ -209,27 +213,29 @@ class TokenBatchSampler:
         rng = np.random.default_rng([self.seed, epoch])
         order = rng.permutation(len(self.sizes)) if self.shuffle else np.arange(len(self.sizes))
         # sort by longer side, then source, then target length; exact ties stay as drawn
-        keys = (self.tgt_lengths[order], self.src_lengths[order], self.sizes[order])
-        order = order[np.lexsort(keys)]  # (examples,)
+        order = order[np.argsort(self.sort_keys[order], kind="stable")]  # (examples,)
         batches = self._pack(order)
         if self.shuffle and epoch >= self.short_first_epochs:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         return batches
 
     def _pack(self, order: np.ndarray) -> list[list[int]]:
-        """Greedily cut `order` (sorted by size) into batches within the budget."""
+        """Greedily cut `order` (sorted by size, ascending) into batches within the budget.
+
+        Sorted sizes make a batch's longest example its last one, so the padded size of the
+        batch [start, j] is (j - start + 1) * size[j], non-decreasing in j: each cut is one
+        searchsorted over at most max_tokens // size[start] candidates, not a Python step per
+        example (millions of pairs pack in well under a second).
+        """
+        sizes = self.sizes[order]  # (examples,), non-decreasing
         batches: list[list[int]] = []
-        current: list[int] = []
-        longest = 0
-        for index in order.tolist():
-            longest_with = max(longest, int(self.sizes[index]))
-            if current and (len(current) + 1) * longest_with > self.max_tokens:
-                batches.append(current)
-                current, longest_with = [], int(self.sizes[index])
-            current.append(index)
-            longest = longest_with
-        if current:
-            batches.append(current)
+        start, total = 0, len(order)
+        while start < total:
+            window = min(total - start, self.max_tokens // int(sizes[start]))  # >= 1 (_check_fits)
+            padded = np.arange(1, window + 1) * sizes[start : start + window]  # (window,)
+            end = start + int(np.searchsorted(padded, self.max_tokens, side="right"))
+            batches.append(order[start:end].tolist())
+            start = end
         return batches
 
     def padding_ratio(self, batches: Sequence[Sequence[int]]) -> float:
@@ -240,6 +246,11 @@ class TokenBatchSampler:
                 positions += len(batch) * int(lengths.max())
                 real += int(lengths.sum())
         return 1.0 - real / positions if positions else 0.0
+
+
+def _span(lengths: np.ndarray) -> int:
+    """One more than the largest length (1 when there are none)."""
+    return int(lengths.max()) + 1 if lengths.size else 1
 
 
 def _check_fits(sizes: np.ndarray, max_tokens: int) -> None:
