@@ -83,8 +83,9 @@ bench-peer: $(STAMP)
 # the hand-aligned gold pairs. BASELINE_AER="a.json b.json" adds word aligners' test AER
 # (the file format: scripts/compare.py). Conclusions are drawn only where a difference is
 # significant for every seed.
-# Full: 700 updates of 4,096-token batches (~11 epochs) per run, about 7 min per run on 2
-# cores; 15 configurations × SEEDS=3 = 45 runs, about 5 h 15 min with JOBS=1.
+# Full: 600 updates of 2,048-token batches (~4 epochs) of the width-96 compare presets
+# per run, 2-4 min each on 2 cores; 15 configurations × SEEDS=3 = 45 runs, about 2 h with
+# JOBS=1 (COMPARISON.md: the measured time, and what this budget costs against convergence).
 # `make compare BUDGET=small` (60 steps, SEEDS=1 unless given, about 20 min) writes into its
 # sweep folder. JOBS=N trains N runs at once (Hydra's joblib launcher, one process each),
 # each with cores/N torch threads (at least 1): for a machine with more cores than one run
@@ -109,7 +110,7 @@ COMPARE_THREADS  := $(shell n=$$(( $(CORES) / $(JOBS) )) 2>/dev/null; [ "$${n:-0
 endif
 COMPARE_TIME := $(shell date +%Y-%m-%d_%H-%M-%S)
 COMPARE_DIR  ?= multirun/compare_$(BUDGET)/$(COMPARE_TIME)
-COMPARE_full  := trainer.max_steps=700 trainer.valid_every=175
+COMPARE_full  := trainer.max_steps=600 trainer.valid_every=150
 COMPARE_small := trainer.max_steps=60 trainer.valid_every=60 trainer.valid_max_sentences=200 \
                  trainer.test_search.beam_size=1 schedule.warmup_steps=30
 COMPARE_OUT_full  := .
@@ -126,8 +127,8 @@ COMPARE_CHECK = test -n "$(COMPARE_$(BUDGET))" || { echo "BUDGET must be full or
   case "$(JOBS)" in ''|0*|*[!0-9]*) echo "JOBS must be a number >= 1, not $(JOBS)"; exit 1;; esac
 CHOSEN_ATTENTION = $(COMPARE_DIR)/encoders_attention.txt
 
-.PHONY: compare compare-attention compare-encoders compare-summary
-compare: compare-attention compare-encoders compare-summary
+.PHONY: compare compare-attention compare-encoders compare-aligner compare-summary
+compare: compare-attention compare-encoders compare-aligner compare-summary
 
 compare-attention: $(STAMP)
 	@$(COMPARE_CHECK)
@@ -147,7 +148,16 @@ compare-encoders: $(STAMP)
 	$(PY) scripts/compare.py $(COMPARE_DIR)/attention --link-into $(COMPARE_DIR)/encoders \
 	  --choice attention=$$(cat $(CHOSEN_ATTENTION))
 
+# The statistical word aligner (eflomal) on the compare's training split, scored on the test
+# part of the gold set: the non-neural row beside every attention's AER.
+COMPARE_DATA ?= data/prepared/tatoeba_zh_en
+compare-aligner: $(STAMP)
+	@mkdir -p $(COMPARE_DIR)
+	$(VENV)/bin/seq2seq-align-baseline --data-dir $(COMPARE_DATA) --src zh --tgt en --part test \
+	  --json $(COMPARE_DIR)/aligner_eflomal.json
+
 compare-summary: $(STAMP)
 	$(PY) scripts/compare.py $(COMPARE_DIR)/attention $(COMPARE_DIR)/encoders \
-	  --out-dir $(COMPARE_OUT_$(BUDGET)) $(foreach file,$(BASELINE_AER),--baseline-aer $(file)) \
+	  --out-dir $(COMPARE_OUT_$(BUDGET)) \
+	  $(foreach file,$(wildcard $(COMPARE_DIR)/aligner_*.json) $(BASELINE_AER),--baseline-aer $(file)) \
 	  --made-by "make compare BUDGET=$(BUDGET) ATTENTION=$(ATTENTION) SEEDS=$(SEEDS) JOBS=$(JOBS) ($(COMPARE_$(BUDGET)))"

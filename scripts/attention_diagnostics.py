@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             model, cfg, data = model_from_checkpoint(spec)
         result = diagnose(model, valid_batches(data, args.pairs, args.batch_size))
-        result["name"] = f"{describe(cfg)} ({kind})"
+        result["name"] = f"{describe(cfg)} ({kind}, seed {cfg.trainer.seed})"
         result["source"] = spec
         results.append(result)
         print(f"done: {result['name']} <- {spec}", file=sys.stderr)

@@ -873,11 +873,6 @@ def build_entry(options: Options) -> list[str]:
     return lines
 
 
-def append_entry(path: Path, lines: list[str]) -> None:
-    text = path.read_text(encoding="utf-8") if path.is_file() else "# Benchmarks\n"
-    path.write_text(text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add = parser.add_argument
@@ -943,7 +938,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     options = options_from(args)
     lines = build_entry(options)
-    append_entry(options.out, lines)
+    _bench().append_entry(options.out, lines)  # the same file format as `make bench`
     print("\n".join(lines))
     print(f"\nappended to {options.out}; runs, logs and checkpoints in {options.work_dir}")
     return 0

@@ -286,3 +286,19 @@ def test_convergence_finds_the_best_validation_and_the_late_gain():
     late_only = compare.convergence(Scalars(None, {"valid/bleu": bleu[3:]}), steps=400)
     assert late_only == {"best_step": 400, "minutes_to_best": None, "last_quarter_gain": None}
     assert set(compare.convergence(Scalars(start, {}), 400).values()) == {None}
+
+
+def test_every_family_trains_with_the_same_recipe():
+    """The families differ in their encoder and decoder only: data, embeddings, optimiser,
+    schedule and trainer settings are the reference preset's."""
+
+    def recipe(family: str) -> dict:
+        cfg = compose_config([f"+experiment=compare_{family}"])
+        shared = {key: cfg[key] for key in ("data", "optim", "schedule", "trainer")}
+        shared["embed_dim"] = cfg.model.embed_dim
+        return OmegaConf.to_container(OmegaConf.create(shared), resolve=True)
+
+    reference = recipe("gru")
+    assert reference["schedule"]["_target_"] == "seq2seq.training.schedules.CosineSchedule"
+    for family in COMPARE_FAMILIES:
+        assert recipe(family) == reference, family

@@ -275,7 +275,7 @@ def sweep_command(sweep_dir: Path, *overrides: str) -> list[str]:
         "trainer.test_search.beam_size,logging.progress_bar,trainer.max_steps,"
         "trainer.valid_every,data,data.root,data.max_pairs,data.valid_size,data.test_size,"
         "data.src_vocab_size,data.tgt_vocab_size,data.toy_train_size,data.toy_valid_size,"
-        "data.toy_test_size]",
+        "data.toy_test_size,schedule.warmup_steps]",
         f"hydra.sweep.dir={sweep_dir}", *overrides,
     ]  # fmt: skip
 
@@ -287,7 +287,7 @@ def test_a_seeded_sweep_under_the_joblib_launcher(tmp_path):
     command = sweep_command(
         sweep, "attention=none,additive", "trainer.seed=1,2", "data=toy_copy",
         "data.toy_train_size=200", "data.toy_valid_size=20", "data.toy_test_size=20",
-        "trainer.max_steps=2", "trainer.valid_every=2",
+        "trainer.max_steps=2", "trainer.valid_every=2", "schedule.warmup_steps=1",
         "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
     )  # fmt: skip
     finished = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600,
@@ -324,7 +324,7 @@ def test_test_aer_of_a_real_checkpoint_is_the_aer_hook_on_the_test_pairs(tmp_pat
         sweep, "attention=multihead", "trainer.seed=1", f"data.root={tmp_path / 'data'}",
         "data.max_pairs=3000", "data.valid_size=100", "data.test_size=100",
         "data.src_vocab_size=2000", "data.tgt_vocab_size=1000",
-        "trainer.max_steps=3", "trainer.valid_every=3",
+        "trainer.max_steps=3", "trainer.valid_every=3", "schedule.warmup_steps=1",
     )  # fmt: skip
     env = single_thread_env() | {"SEQ2SEQ_DATA_MIRROR": str(corpus_mirror)}
     finished = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900,

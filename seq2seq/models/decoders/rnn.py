@@ -177,10 +177,10 @@ class RNNDecoder(Decoder):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Input feeding makes step t depend on step t-1's attention: loop over positions."""
         outputs, weights = [], []
-        for t in range(tgt_embedded.size(1)):
-            output, step_weights, state = self._advance(
-                tgt_embedded[:, t : t + 1], state, need_weights
-            )
+        # split, not tgt_embedded[:, t : t + 1]: the backward of T slices would write T
+        # zero-filled (B, T, embed_dim) gradients; split's backward concatenates once.
+        for step_input in tgt_embedded.split(1, dim=1):  # (B, 1, embed_dim) each
+            output, step_weights, state = self._advance(step_input, state, need_weights)
             outputs.append(output)  # (B, 1, hidden)
             weights.append(step_weights)  # (B, H, 1, S) or None
         attn = concat_steps(weights)  # (B, H, T, S) or None
