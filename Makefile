@@ -68,6 +68,14 @@ bench: $(STAMP)
 bench-peer: $(STAMP)
 	$(PY) scripts/bench_peer.py $(ARGS)
 
+# Preparation time and peak memory, and training start-up time, at Tatoeba's 26k pairs and
+# at synthetic corpora of 250k, 1M and 5M pairs (seq2seq-data synth), appended to
+# BENCHMARKS.md; work files (about 2 GB at 5M) in bench/data_scale/. About 25 min on 2 cores.
+# A smoke run: make bench-data ARGS="--sizes 0 100000 --out /tmp/data.md"
+.PHONY: bench-data
+bench-data: $(STAMP)
+	$(PY) scripts/bench_data.py $(ARGS)
+
 # Two Hydra sweeps with the same data, split, step budget and parameter budget (±10%), each
 # configuration trained SEEDS times (trainer.seed = 1234, 1235, ...: the initialisation and
 # the data order change, the split's data.seed never does):

@@ -93,6 +93,7 @@ def encode_split(
         _move_into_place(temporary, cache)
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
+    log.info("encoded the %s split into %s", split_name, cache)
     return cache
 
 

@@ -219,7 +219,19 @@ def _split_corpus(
         names = {label: name for name, label in LABELS.items()}
         labels = (names.get(label) for label in split.labels.tolist())
         write_split_stream(_read_clean(clean), labels, folder, (cfg.src_lang, cfg.tgt_lang))
+    log.info(
+        "split %s clean pairs of %s: %s",
+        f"{len(split.labels):,}", corpus_path.name,
+        ", ".join(f"{name} {count:,}" for name, count in _split_sizes(split).items()),
+    )  # fmt: skip
     return stats, split
+
+
+def _split_sizes(split: SplitAssignment) -> dict[str, int]:
+    """Pairs per split label (duplicates included), for the log."""
+    counts = np.bincount(split.labels, minlength=max(LABELS.values()) + 1)
+    sizes = {name: int(counts[label]) for name, label in LABELS.items()}
+    return {**sizes, "duplicates": split.duplicates_removed}
 
 
 def _clean_pairs(cfg: DataConfig, corpus_path: Path, stats: CorpusStats) -> Iterator[Pair]:
