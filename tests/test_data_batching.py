@@ -163,3 +163,18 @@ def _order(sampler: TokenBatchSampler, epoch: int) -> np.ndarray:
     order = rng.permutation(len(sampler.sizes))
     keys = (sampler.tgt_lengths[order], sampler.src_lengths[order], sampler.sizes[order])
     return order[np.lexsort(keys)]  # longer side, then source, then target; ties as drawn
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_epoch_batches_read_like_the_list_of_their_batches(shuffle):
+    src, tgt = random_lengths(300, seed=2)
+    batches = TokenBatchSampler(src, tgt, max_tokens=80, shuffle=shuffle, seed=1).batches(1)
+    as_list = [batches[i] for i in range(len(batches))]
+    assert all(type(index) is int for batch in as_list for index in batch)
+    assert list(batches) == as_list and batches == as_list and as_list == batches
+    assert batches[-1] == as_list[-1] and batches[2:5] == as_list[2:5]
+    assert batches[::-3] == as_list[::-3]
+    with pytest.raises(IndexError):
+        batches[len(batches)]
+    assert batches != as_list[:-1] and batches != [*as_list[:-1], as_list[-1][:-1]]
+    assert len(batches) == len(as_list) and len(as_list) > 5

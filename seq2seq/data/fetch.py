@@ -68,6 +68,21 @@ def fetch(
     When `member` is given the file must be a zip holding it. When `sha256` is given
     (`data.sha256`), a file with other content is refused, whichever way it came.
     """
+    options = {"root": root, "mirror": mirror, "timeout": timeout, "sha256": sha256}
+    return fetch_verified(url, member, **options)[0]
+
+
+def fetch_verified(
+    url: str,
+    member: str | None = None,
+    *,
+    root: Path | str,
+    mirror: Path | str | None = None,
+    timeout: float = 30.0,
+    sha256: str | None = None,
+) -> tuple[Path, str]:
+    """`fetch`, and the sha256 of the file it checked: a caller keying caches by the
+    content (`seq2seq.data.record`) need not read a corpus of gigabytes a second time."""
     name = file_name_from_url(url)
     raw = Path(root) / "raw"
     target = raw / name
@@ -75,16 +90,16 @@ def fetch(
     with folder_lock(raw):
         mirror_file = _mirror_file(name, mirror)
         if mirror_file is not None:
-            _copy_from_mirror(mirror_file, target, pinned)
+            digest = _copy_from_mirror(mirror_file, target, pinned)
         elif target.is_file():
             log.info("using the earlier copy %s", target)
-            _check_earlier_copy(target, pinned)
+            digest = _check_earlier_copy(target, pinned)
         else:
             digest = _download(url, target, timeout, pinned)
             write_manifest(target, source=url, sha256=digest)
     if member:
         _check_member(target, member)
-    return target
+    return target, digest
 
 
 def manifest_path(path: Path) -> Path:
@@ -187,14 +202,15 @@ def _mirror_file(name: str, mirror: Path | str | None) -> Path | None:
     return None
 
 
-def _copy_from_mirror(mirror_file: Path, target: Path, pinned: str | None) -> None:
-    """Copy unless `target` already holds the same bytes and a manifest that says so."""
+def _copy_from_mirror(mirror_file: Path, target: Path, pinned: str | None) -> str:
+    """Copy unless `target` already holds the same bytes and a manifest that says so;
+    return the sha256 of `target`."""
     if target.is_file() and manifest_path(target).is_file():
         digest = sha256_of(target)
         if digest == _recorded_sha256(target) and _same_file(mirror_file, target, digest):
             source = f"the mirror copy {mirror_file} (and {target})"
             _check_pinned(target, digest, pinned, source, remedy="replace the mirror copy")
-            return
+            return digest
     log.info("copying %s from the mirror %s", target.name, mirror_file.parent)
     with temporary_beside(target) as temporary:
         shutil.copyfile(mirror_file, temporary)
@@ -202,6 +218,7 @@ def _copy_from_mirror(mirror_file: Path, target: Path, pinned: str | None) -> No
         _check_pinned(target, digest, pinned, source=f"the mirror copy {mirror_file}")
         os.replace(temporary, target)
     write_manifest(target, source=str(mirror_file.resolve()), sha256=digest)
+    return digest
 
 
 def _same_file(other: Path, target: Path, target_sha256: str) -> bool:
@@ -210,8 +227,9 @@ def _same_file(other: Path, target: Path, target_sha256: str) -> bool:
     return sha256_of(other) == target_sha256
 
 
-def _check_earlier_copy(target: Path, pinned: str | None) -> None:
-    """Refuse an earlier copy whose bytes differ from its manifest (or from `data.sha256`)."""
+def _check_earlier_copy(target: Path, pinned: str | None) -> str:
+    """Refuse an earlier copy whose bytes differ from its manifest (or from `data.sha256`);
+    return its sha256."""
     digest = sha256_of(target)
     if not manifest_path(target).is_file():
         write_manifest(target, source="found in place", sha256=digest)
@@ -225,6 +243,7 @@ def _check_earlier_copy(target: Path, pinned: str | None) -> None:
         )
     remedy = f"delete {target} and {manifest_path(target)} to fetch it again"
     _check_pinned(target, digest, pinned, source=f"the earlier copy {target}", remedy=remedy)
+    return digest
 
 
 def _recorded_sha256(target: Path) -> str | None:

@@ -39,7 +39,8 @@ import itertools
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ from seq2seq.data.corpus import (
     traditional_to_simplified,
 )
 from seq2seq.data.encode import encode_pairs, encode_split, open_encoded
-from seq2seq.data.fetch import fetch, folder_lock, sha256_of, temporary_beside
+from seq2seq.data.fetch import fetch_verified, folder_lock, temporary_beside
 from seq2seq.data.hashsplit import (
     LABELS,
     PairHashes,
@@ -89,18 +90,39 @@ MAX_AUTO_WORKERS = 8  # data.encode_workers=null: the usable cores, at most this
 
 @dataclass
 class PreparedData:
+    """The tokenizers and the three splits; `summary` (sizes, vocabularies, lengths, the
+    padding of the epoch-0 batches) is computed when first read: `seq2seq-data` prints it,
+    training does not read it, so its start-up does not pack millions of pairs twice."""
+
     src_tokenizer: Tokenizer
     tgt_tokenizer: Tokenizer
     train: ParallelData
     valid: ParallelData
     test: ParallelData
-    summary: dict[str, Any]
+    summary_parts: SummaryParts = field(repr=False)
     folder: Path | None = None  # where the prepared files are; None for toy tasks
 
     def split(self, name: str) -> ParallelData:
         if name not in SPLITS:
             raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {name!r}")
         return getattr(self, name)
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        parts = self.summary_parts
+        data_summary = _data_summary(parts.cfg, self, parts.dropped)
+        return {"name": parts.cfg.name, **parts.corpus, **data_summary, **parts.truncated}
+
+
+@dataclass(frozen=True)
+class SummaryParts:
+    """What the summary needs beyond the splits: the settings, the corpus counts, the
+    training pairs dropped by data.max_len, the valid / test sentences cut to it."""
+
+    cfg: DataConfig
+    corpus: dict[str, Any]
+    dropped: int
+    truncated: dict[str, int]
 
 
 def prepare(cfg: DataConfig | Mapping[str, Any]) -> PreparedData:
@@ -114,8 +136,10 @@ def prepare(cfg: DataConfig | Mapping[str, Any]) -> PreparedData:
 def _prepare_parallel(cfg: DataConfig) -> PreparedData:
     root = Path(cfg.root)
     folder = root / "prepared" / cfg.name
-    corpus_path = fetch(cfg.url, cfg.member or None, root=root, sha256=cfg.sha256)
-    key = record_key(cfg, sha256_of(corpus_path))
+    corpus_path, corpus_sha256 = fetch_verified(
+        cfg.url, cfg.member or None, root=root, sha256=cfg.sha256
+    )
+    key = record_key(cfg, corpus_sha256)
     with folder_lock(folder):
         record = load_record(folder, key)
         opened = _open_recorded(cfg, folder, record) if record is not None else None
@@ -355,7 +379,8 @@ def _finish(
     folder: Path | None,
     summary: dict[str, Any],
 ) -> PreparedData:
-    """Drop over-long training pairs, truncate over-long valid / test ones, then summarise."""
+    """Drop over-long training pairs, truncate over-long valid / test ones; what the
+    summary needs is kept for when it is read."""
     train, dropped = drop_long_pairs(encoded["train"], cfg.max_len)
     if dropped:
         log.info("dropped %d training pairs longer than data.max_len=%d", dropped, cfg.max_len)
@@ -369,12 +394,8 @@ def _finish(
             cfg.max_len,
             ", ".join(f"{key} {count}" for key, count in truncated.items()),
         )
-    prepared = PreparedData(
-        src_tokenizer, tgt_tokenizer, train, valid, test, summary={}, folder=folder
-    )
-    data_summary = _data_summary(cfg, prepared, dropped)
-    prepared.summary = {"name": cfg.name, **summary, **data_summary, **truncated}
-    return prepared
+    parts = SummaryParts(cfg, summary, dropped, truncated)
+    return PreparedData(src_tokenizer, tgt_tokenizer, train, valid, test, parts, folder)
 
 
 def drop_long_pairs(data: ParallelData, max_len: int) -> tuple[ParallelData, int]:

@@ -33,9 +33,9 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.figure import Figure
 from omegaconf import DictConfig
 
 from seq2seq import registry
@@ -56,8 +56,10 @@ from seq2seq.visualise.alignment import (
     teacher_forced_attention,
     toy_links,
 )
-from seq2seq.visualise.heatmap import draw_alignment, figure_to_rgb, translation_title
 from seq2seq.visualise.probes import encode_probe, probes_for
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +71,14 @@ TAG_TEXT_CHARS = 12  # characters of the sentence in an image tag
 ACCURACY_TAG = "valid/alignment_accuracy"
 AER_TAGS = {"aer": "valid/aer", "precision": "valid/aer_precision", "recall": "valid/aer_recall"}
 GOLD_PART = "valid"  # the test part is kept for reporting
+
+
+def heatmap() -> ModuleType:
+    """`seq2seq.visualise.heatmap`, imported at the first drawing: matplotlib takes about a
+    second to import, which a run need not spend before its first update."""
+    from seq2seq.visualise import heatmap as module
+
+    return module
 
 
 @dataclass
@@ -130,7 +140,7 @@ class AlignmentHook:
             if hypothesis.attention is None:
                 return
             for tag, figure in self.draw(sentence, hypothesis, context.step):
-                context.logger.image(tag, figure_to_rgb(figure), context.step)
+                context.logger.image(tag, heatmap().figure_to_rgb(figure), context.step)
 
     def draw(
         self, sentence: ShownSentence, hypothesis: Hypothesis, step: int
@@ -138,6 +148,7 @@ class AlignmentHook:
         """(tag, figure) pairs for the last attention layer of one greedy translation:
         the layer itself with one head; the head mean, then every head, with several."""
         tokenizer = self.tgt_tokenizer
+        draw_alignment, translation_title = heatmap().draw_alignment, heatmap().translation_title
         title = translation_title(
             sentence.text, tokenizer.decode(hypothesis.tokens), self.run_config, step
         )
