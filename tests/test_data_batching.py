@@ -154,7 +154,9 @@ def test_packing_equals_the_one_by_one_greedy_definition(max_tokens):
     sampler = TokenBatchSampler(src, tgt, max_tokens=max_tokens, seed=3)
     for epoch in range(2):
         got = sampler.batches(epoch)
-        assert sorted(got) == sorted(greedy_pack_one_by_one(sampler.sizes, _order(sampler, epoch), max_tokens))
+        assert sorted(got) == sorted(
+            greedy_pack_one_by_one(sampler.sizes, _order(sampler, epoch), max_tokens)
+        )
 
 
 def _order(sampler: TokenBatchSampler, epoch: int) -> np.ndarray:
