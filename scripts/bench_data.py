@@ -39,6 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/bench.py, run from anywhere
+import bench  # noqa: E402  (the ceiling, the machine lines, the entry writer)
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SIZES = (0, 250_000, 1_000_000, 5_000_000)
 DATA = "tatoeba_zh_en"
@@ -282,7 +285,6 @@ def stages_table(results: list[dict[str, Any]]) -> list[str]:
 
 
 def build_entry(args: argparse.Namespace, results: list[dict[str, Any]]) -> list[str]:
-    bench = _bench()
     import torch
 
     ceiling_lines, ceiling = bench.ceiling_section(5, torch.device("cpu"))
@@ -313,18 +315,6 @@ def build_entry(args: argparse.Namespace, results: list[dict[str, Any]]) -> list
     ]
 
 
-def _bench() -> Any:
-    """scripts/bench.py (the ceiling, the machine lines, the entry writer), imported once."""
-    if "bench" not in sys.modules:
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["bench"]
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -346,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     for size in args.sizes:
         results.append(measure_size(size, args.work, args.updates))
         print("\n".join(results_table(results)), flush=True)
-    _bench().append_entry(args.out, build_entry(args, results))
+    bench.append_entry(args.out, build_entry(args, results))
     print(f"appended to {args.out}")
     return 0
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import zipfile
 from pathlib import Path
 
 import pytest
+from helpers import toy_corpus_lines
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,3 +22,13 @@ def corpus_mirror() -> Path:
         if (folder / "cmn-eng.zip").is_file():
             return folder
     pytest.skip("no corpus mirror: set SEQ2SEQ_DATA_MIRROR to a folder holding cmn-eng.zip")
+
+
+@pytest.fixture
+def mirror(tmp_path) -> Path:
+    """A mirror folder holding `toy-eng.zip`, whose `toy.txt` has 400 toy pairs."""
+    folder = tmp_path / "mirror"
+    folder.mkdir()
+    with zipfile.ZipFile(folder / "toy-eng.zip", "w") as archive:
+        archive.writestr("toy.txt", "\n".join(toy_corpus_lines(400, seed=0)) + "\n")
+    return folder

@@ -1,8 +1,10 @@
-"""Compose configs the way `seq2seq-train` does, for tests."""
+"""Compose configs the way `seq2seq-train` does, and import scripts/, for tests."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +61,35 @@ def run_training_process(command: list[str], **options) -> subprocess.CompletedP
         timeout=300,
         **options,
     )
+
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+def script_module(name: str):
+    """scripts/<name>.py imported from its file, once (scripts are not a package)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up by name
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+# A toy zh-en lexicon: sentences made of its words have known, checkable translations.
+LEXICON = {"I": "我", "you": "你", "see": "看", "like": "喜欢", "cats": "猫", "dogs": "狗",
+           "tea": "茶", "Tom": "汤姆", "big": "大", "red": "红", "eat": "吃", "rice": "米饭"}  # fmt: skip
+
+
+def toy_corpus_lines(
+    count: int, seed: int, long_every: int = 10, long_words: tuple[int, int] = (20, 24)
+) -> list[str]:
+    """Lines `English<TAB>Chinese<TAB>attribution` of LEXICON words; every `long_every`-th
+    pair is long (`long_words` words), the others have 2-6."""
+    rng = random.Random(seed)
+    lines = []
+    for index in range(count):
+        length = rng.randint(*long_words) if index % long_every == 0 else rng.randint(2, 6)
+        words = rng.choices(list(LEXICON), k=length)
+        lines.append(f"{' '.join(words)}.\t{''.join(LEXICON[w] for w in words)}。\tCC-BY #{index}")
+    return lines

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,22 +10,9 @@ import torch
 from seq2seq.build import build_model
 from seq2seq.data.prepare import prepare
 from seq2seq.runs.assemble import data_config
-from tests.helpers import compose_config
+from tests.helpers import compose_config, script_module
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "attention_diagnostics.py"
-
-
-def load_script():
-    name = "attention_diagnostics"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-diagnostics = load_script()
+diagnostics = script_module("attention_diagnostics")
 
 
 def test_entropy_of_uniform_and_one_hot_rows():

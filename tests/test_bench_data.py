@@ -4,7 +4,6 @@ corpus is prepared and nothing is trained."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -15,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from seq2seq.cli.data import format_summary
+from tests.helpers import script_module
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_data.py"
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/smaps_rollup").exists(), reason="needs Linux /proc/<pid>/smaps_rollup"
 )
@@ -25,12 +24,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def bench_data():
     """scripts/bench_data.py as a module."""
-    if "bench_data" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("bench_data", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_data"] = module  # dataclasses look their module up by name
-        spec.loader.exec_module(module)
-    return sys.modules["bench_data"]
+    return script_module("bench_data")
 
 
 def test_tree_memory_counts_a_child_holding_memory(bench_data):

@@ -3,9 +3,7 @@ data export and the tables. Fast: no virtual environment, no JoeyNMT, no trainin
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,19 +11,13 @@ import pytest
 import yaml
 
 from seq2seq.data.batching import ParallelData
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_peer.py"
+from tests.helpers import script_module
 
 
 @pytest.fixture(scope="module")
 def peer():
     """scripts/bench_peer.py as a module."""
-    if "bench_peer" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("bench_peer", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_peer"] = module  # dataclasses look their module up by name
-        spec.loader.exec_module(module)
-    return sys.modules["bench_peer"]
+    return script_module("bench_peer")
 
 
 # Lines as JoeyNMT 2.3's TrainManager writes them to train.log.

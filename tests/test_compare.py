@@ -4,7 +4,6 @@ keep every family within ±10% of the reference model's parameter count."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import compose_config
+from helpers import compose_config, script_module
 from omegaconf import OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 
@@ -34,13 +33,7 @@ VOCAB = 4000  # the Tatoeba presets' sentencepiece vocabulary, both sides
 
 def load_script(name: str):
     """Import scripts/<name>.py from its file (scripts import only the library)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return script_module(name)
 
 
 def test_the_sweeps_cover_the_registered_components():

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import random
-import zipfile
 
 import pytest
 import sentencepiece as spm
@@ -14,29 +12,6 @@ from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import MIRROR_ENV
 from seq2seq.data.prepare import prepare
 from seq2seq.data.tokenizer import VocabularySizeError
-
-LEXICON = {"I": "我", "you": "你", "see": "看", "like": "喜欢", "cats": "猫", "dogs": "狗",
-           "tea": "茶", "Tom": "汤姆", "big": "大", "red": "红", "eat": "吃", "rice": "米饭"}  # fmt: skip
-
-
-def synthetic_corpus(count: int, seed: int) -> list[str]:
-    """Lines `English<TAB>Chinese<TAB>attribution`; every tenth pair is long (20+ words)."""
-    rng = random.Random(seed)
-    lines = []
-    for index in range(count):
-        length = rng.randint(20, 24) if index % 10 == 0 else rng.randint(2, 6)
-        words = rng.choices(list(LEXICON), k=length)
-        lines.append(f"{' '.join(words)}.\t{''.join(LEXICON[w] for w in words)}。\tCC-BY #{index}")
-    return lines
-
-
-@pytest.fixture
-def mirror(tmp_path):
-    folder = tmp_path / "mirror"
-    folder.mkdir()
-    with zipfile.ZipFile(folder / "toy-eng.zip", "w") as archive:
-        archive.writestr("toy.txt", "\n".join(synthetic_corpus(400, seed=0)) + "\n")
-    return folder
 
 
 def config(tmp_path, **overrides) -> DataConfig:

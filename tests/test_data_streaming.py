@@ -10,13 +10,12 @@ import random
 import shutil
 import sys
 import unicodedata
-import zipfile
 
 import numpy as np
 import pytest
 import sentencepiece as spm
 import torch
-from test_data_prepare import config, synthetic_corpus
+from test_data_prepare import config
 
 from seq2seq.cli import data as data_cli
 from seq2seq.data import chunks as chunks_module
@@ -201,15 +200,6 @@ def test_errors_name_the_file_the_line_and_the_key(tmp_path):
 
 
 # --- the lazy training split ----------------------------------------------------------------
-
-
-@pytest.fixture
-def mirror(tmp_path):
-    folder = tmp_path / "mirror"
-    folder.mkdir()
-    with zipfile.ZipFile(folder / "toy-eng.zip", "w") as archive:
-        archive.writestr("toy.txt", "\n".join(synthetic_corpus(400, seed=0)) + "\n")
-    return folder
 
 
 def in_memory(data: ParallelData) -> ParallelData:

@@ -22,6 +22,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from seq2seq.data.config import DEFAULT_MAX_MEMBER_BYTES
 
@@ -78,40 +79,20 @@ def normalise(text: str) -> str:
 
 
 def read_pairs(
-    path: Path | str,
-    *,
-    member: str | None = None,
-    src_column: int,
-    tgt_column: int,
-    num_columns: int,
-    convert_src: Callable[[str], str] | None = None,
-    convert_tgt: Callable[[str], str] | None = None,
-    max_malformed_share: float = 0.5,
-    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+    path: Path | str, *, member: str | None = None, **options: Any
 ) -> tuple[list[Pair], CorpusStats]:
     """Read normalised `(src, tgt)` pairs from column `src_column` / `tgt_column` of each line.
 
-    `convert_src` / `convert_tgt` run after normalisation on one side (for example
-    `traditional_to_simplified()`). Raises CorpusError when the share of skipped lines
-    exceeds `max_malformed_share`, when no pair is left, or when the zip member is larger
-    than `max_member_bytes` (`data.max_member_bytes`) uncompressed. Holds every pair in
-    memory; `iter_pairs` streams them.
+    The keywords are those of `iter_pairs`: `src_column`, `tgt_column` and `num_columns`
+    (required), `convert_src` / `convert_tgt` (run after normalisation on one side, for
+    example `traditional_to_simplified()`), `max_malformed_share` and `max_member_bytes`.
+    Raises CorpusError when the share of skipped lines exceeds `max_malformed_share`, when
+    no pair is left, or when the zip member is larger than `max_member_bytes`
+    (`data.max_member_bytes`) uncompressed. Holds every pair in memory; `iter_pairs`
+    streams them.
     """
     stats = corpus_stats(path, member)
-    pairs = list(
-        iter_pairs(
-            path,
-            stats,
-            member=member,
-            src_column=src_column,
-            tgt_column=tgt_column,
-            num_columns=num_columns,
-            convert_src=convert_src,
-            convert_tgt=convert_tgt,
-            max_malformed_share=max_malformed_share,
-            max_member_bytes=max_member_bytes,
-        )
-    )
+    pairs = list(iter_pairs(path, stats, member=member, **options))
     return pairs, stats
 
 

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from http.client import HTTPException
 from pathlib import Path
+from typing import Any
 from urllib.error import URLError
 from urllib.request import Request, urlopen
 
@@ -52,23 +53,9 @@ class FetchError(RuntimeError):
     """The corpus file could not be obtained; the message says where to put it by hand."""
 
 
-def fetch(
-    url: str,
-    member: str | None = None,
-    *,
-    root: Path | str,
-    mirror: Path | str | None = None,
-    timeout: float = 30.0,
-    sha256: str | None = None,
-) -> Path:
-    """Return the path of `<root>/raw/<name>`, where `<name>` is the URL's last segment.
-
-    Looks, in order, in the mirror folder (`mirror`, else the `SEQ2SEQ_DATA_MIRROR`
-    environment variable), for an earlier copy in `<root>/raw/`, and finally downloads.
-    When `member` is given the file must be a zip holding it. When `sha256` is given
-    (`data.sha256`), a file with other content is refused, whichever way it came.
-    """
-    options = {"root": root, "mirror": mirror, "timeout": timeout, "sha256": sha256}
+def fetch(url: str, member: str | None = None, **options: Any) -> Path:
+    """The path of `<root>/raw/<name>`, where `<name>` is the URL's last segment: see
+    `fetch_verified`, whose keywords (`root`, `mirror`, `timeout`, `sha256`) it takes."""
     return fetch_verified(url, member, **options)[0]
 
 
@@ -81,8 +68,15 @@ def fetch_verified(
     timeout: float = 30.0,
     sha256: str | None = None,
 ) -> tuple[Path, str]:
-    """`fetch`, and the sha256 of the file it checked: a caller keying caches by the
-    content (`seq2seq.data.record`) need not read a corpus of gigabytes a second time."""
+    """The path of `<root>/raw/<name>` and the sha256 of its content, checked (a caller
+    keying caches by the content, `seq2seq.data.record`, need not read a corpus of
+    gigabytes a second time).
+
+    Looks, in order, in the mirror folder (`mirror`, else the `SEQ2SEQ_DATA_MIRROR`
+    environment variable), for an earlier copy in `<root>/raw/`, and finally downloads.
+    When `member` is given the file must be a zip holding it. When `sha256` is given
+    (`data.sha256`), a file with other content is refused, whichever way it came.
+    """
     name = file_name_from_url(url)
     raw = Path(root) / "raw"
     target = raw / name

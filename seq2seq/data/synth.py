@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from seq2seq.data.corpus import corpus_stats, iter_pairs
+from seq2seq.data.corpus import read_pairs
 from seq2seq.data.fetch import temporary_beside
 
 BUFFER_BYTES = 1 << 20
@@ -29,20 +29,13 @@ def source_lines(
 ) -> list[list[str]]:
     """The columns of each well-formed line of the source corpus (as `read_pairs` reads
     it; malformed lines are left out), with the two sentence columns normalised."""
-    stats = corpus_stats(path, member)
+    columns = {"src_column": src_column, "tgt_column": tgt_column, "num_columns": num_columns}
+    pairs, _ = read_pairs(path, member=member, **columns)
     lines = []
-    pairs = iter_pairs(
-        path,
-        stats,
-        member=member,
-        src_column=src_column,
-        tgt_column=tgt_column,
-        num_columns=num_columns,
-    )
     for src, tgt in pairs:
-        columns = [""] * num_columns
-        columns[src_column], columns[tgt_column] = src, tgt
-        lines.append(columns)
+        line = [""] * num_columns
+        line[src_column], line[tgt_column] = src, tgt
+        lines.append(line)
     return lines
 
 

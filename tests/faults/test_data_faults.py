@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
+from helpers import toy_corpus_lines
 
 from seq2seq.data import encode as encode_module
 from seq2seq.data import fetch as fetch_module
@@ -28,8 +29,6 @@ from seq2seq.data.fetch import MIRROR_ENV, FetchError, fetch, folder_lock, write
 from seq2seq.data.prepare import prepare
 from seq2seq.data.tokenizer import SymbolTokenizer
 
-LEXICON = {"I": "我", "you": "你", "see": "看", "like": "喜欢", "cats": "猫", "dogs": "狗",
-           "tea": "茶", "Tom": "汤姆", "big": "大", "red": "红", "eat": "吃", "rice": "米饭"}  # fmt: skip
 CORPUS_BODY = "Hi.\t你好。\tCC-BY #1\nRun!\t跑！\tCC-BY #2\n".encode()
 
 
@@ -37,16 +36,8 @@ CORPUS_BODY = "Hi.\t你好。\tCC-BY #1\nRun!\t跑！\tCC-BY #2\n".encode()
 
 
 def corpus_lines(count: int, seed: int = 0, long_every: int = 10) -> list[str]:
-    """`English<TAB>Chinese<TAB>attribution` lines; every `long_every`-th pair has 30+ words."""
-    import random
-
-    rng = random.Random(seed)
-    lines = []
-    for index in range(count):
-        length = rng.randint(30, 36) if index % long_every == 0 else rng.randint(2, 6)
-        words = rng.choices(list(LEXICON), k=length)
-        lines.append(f"{' '.join(words)}.\t{''.join(LEXICON[w] for w in words)}。\tCC-BY #{index}")
-    return lines
+    """Toy pairs (`helpers.toy_corpus_lines`); every `long_every`-th one has 30+ words."""
+    return toy_corpus_lines(count, seed, long_every, long_words=(30, 36))
 
 
 def zip_corpus(path: Path, lines: list[str], member: str = "toy.txt") -> Path:
