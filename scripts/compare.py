@@ -47,7 +47,11 @@ FILE` writes (one row per symmetrisation, named `eflomal <method>`). Each become
 sweep `aligners` in the CSV and of the aligners' table in COMPARISON.md.
 
 A run without `results.json` (still running, or crashed) keeps its CSV row with empty
-cells for the numbers it lacks; its configuration counts only its finished seeds. The
+cells for the numbers it lacks; its configuration counts only its finished seeds. A run
+whose `results.json`, `.hydra/config.yaml` or `.hydra/overrides.yaml` cannot be read
+(truncated, not JSON or YAML, wrong types: `seq2seq.runs.reading.RunReadError`) is named
+in one line on stderr and left out of the tables, and COMPARISON.md counts it; with no
+readable run at all the command exits 2. The
 image of each sweep is drawn as `scripts/compare_alignments.py` draws it: the last
 attention layer of each configuration's best checkpoint (its first seed) on the first
 probe sentence (我爱中国。 for zh→en), greedy, side by side.
@@ -67,7 +71,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig
 
 from seq2seq.align.extract import AlignmentError
 from seq2seq.checkpoint import CheckpointError
@@ -81,7 +85,7 @@ from seq2seq.runs.alignments import collect_panels
 from seq2seq.runs.gold_aer import checkpoint_aer
 from seq2seq.runs.reading import (
     BEST_CHECKPOINT,
-    RUN_OVERRIDES,
+    RunReadError,
     Scalars,
     best_choice,
     command_line_choice,
@@ -90,6 +94,7 @@ from seq2seq.runs.reading import (
     model_labels,
     one_per_configuration,
     read_config,
+    read_overrides,
     read_results,
     read_scalars,
     run_seed,
@@ -208,25 +213,20 @@ class Configuration:
 
     def overrides(self) -> set[str]:
         """The command-line overrides of every run of the configuration."""
-        found: set[str] = set()
-        for run in self.runs:
-            path = run / RUN_OVERRIDES
-            if path.is_file():
-                found.update(str(item) for item in read_overrides(path))
-        return found
+        return {item for run in self.runs for item in read_overrides(run)}
 
     def by_seed(self) -> dict[int | None, dict[str, Any]]:
         return {row["seed"]: row for row in self.rows}
 
 
-def read_overrides(path: Path) -> list[str]:
-    return [str(item) for item in OmegaConf.load(path)]
-
-
-def sweep_configurations(sweep_dir: Path) -> list[Configuration]:
-    """The configurations of a sweep in job order, each with its runs' rows."""
-    runs = find_runs(sweep_dir)
-    configs = [read_config(run) for run in runs]
+def sweep_configurations(
+    sweep_dir: Path, unreadable: list[RunReadError] | None = None
+) -> list[Configuration]:
+    """The configurations of a sweep in job order, each with its runs' rows; a run that
+    cannot be read is reported and added to `unreadable` (`readable_runs`)."""
+    runs, configs = readable_runs(find_runs(sweep_dir), [] if unreadable is None else unreadable)
+    if not runs:
+        return []
     groups = group_by_configuration(configs)
     labels = model_labels([configs[group[0]] for group in groups])
     found = []
@@ -237,6 +237,43 @@ def sweep_configurations(sweep_dir: Path) -> list[Configuration]:
             row["model"] = label
         found.append(Configuration(sweep_dir.name, label, members, rows))
     return found
+
+
+def readable_runs(
+    runs: list[Path], unreadable: list[RunReadError]
+) -> tuple[list[Path], list[DictConfig]]:
+    """The runs whose config, results and overrides can be read, with their configs; each
+    other run is named in one line on stderr and added to `unreadable`."""
+    kept, configs = [], []
+    for run in runs:
+        try:
+            config = read_config(run)
+            read_results(run)
+            read_overrides(run)
+        except RunReadError as error:
+            report_unreadable(error, unreadable)
+            continue
+        kept.append(run)
+        configs.append(config)
+    return kept, configs
+
+
+def report_unreadable(error: RunReadError, unreadable: list[RunReadError]) -> None:
+    print(f"compare: left out: {error}", file=sys.stderr)
+    unreadable.append(error)
+
+
+def report_count(unreadable: list[RunReadError]) -> None:
+    """One line on stderr counting the runs left out, when there are any."""
+    if unreadable:
+        print(f"compare: {left_out_line(len(unreadable))}", file=sys.stderr)
+
+
+def left_out_line(count: int) -> str:
+    """`2 runs could not be read and were left out`."""
+    if count == 1:
+        return "1 run could not be read and was left out"
+    return f"{count} runs could not be read and were left out"
 
 
 # ---------------------------------------------------------------- significance
@@ -273,16 +310,25 @@ def read_test_set(run_dir: Path, cache: dict[Path, list[str]]) -> TestSet | None
             print(f"{run_dir}: no references at {path}: no significance test", file=sys.stderr)
             cache[path] = []
         else:
-            cache[path] = path.read_text(encoding="utf-8").splitlines()
+            cache[path] = text_lines(path) or []
     references = cache[path]
-    hypotheses = hypotheses_path.read_text(encoding="utf-8").splitlines()
-    if not references:
+    hypotheses = text_lines(hypotheses_path)
+    if not references or hypotheses is None:
         return None
     if len(hypotheses) != len(references):
         print(f"{run_dir}: {len(hypotheses)} test hypotheses for {len(references)} "
               f"references in {path}: no significance test", file=sys.stderr)  # fmt: skip
         return None
     return TestSet(hypotheses, references, tgt_lang)
+
+
+def text_lines(path: Path) -> list[str] | None:
+    """The lines of a UTF-8 file; None, after one line on stderr, when it cannot be read."""
+    try:
+        return path.read_bytes().decode("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        print(f"compare: {path}: cannot be read ({error}): no significance test", file=sys.stderr)
+        return None
 
 
 def find_baseline(configurations: list[Configuration], patterns: list[str]) -> int | None:
@@ -492,7 +538,9 @@ def link_runs(source: Path, target: Path, choice: str) -> list[Path]:
     seed's run) into `target`, numbered after the jobs there; a run already linked stays.
     `make compare` links the attention sweep's GRU runs into the encoder sweep this way."""
     group, _, option = choice.partition("=")
-    runs = [run for run in find_runs(source) if command_line_choice(run, group) == option]
+    unreadable: list[RunReadError] = []
+    runs = [run for run in find_runs(source) if chosen(run, group, unreadable) == option]
+    report_count(unreadable)
     if not runs:
         raise SystemExit(f"no run below {source} was started with {choice}")
     target.mkdir(parents=True, exist_ok=True)
@@ -508,6 +556,16 @@ def link_runs(source: Path, target: Path, choice: str) -> list[Path]:
         made.append(link)
         number += 1
     return made
+
+
+def chosen(run: Path, group: str, unreadable: list[RunReadError]) -> str | None:
+    """The run's `group=<option>` choice; None, after one line on stderr, when its
+    overrides cannot be read."""
+    try:
+        return command_line_choice(run, group)
+    except RunReadError as error:
+        report_unreadable(error, unreadable)
+        return None
 
 
 # ---------------------------------------------------------------- output
@@ -742,9 +800,11 @@ def write_markdown(
     path: Path,
     command: str,
     made_by: str | None = None,
+    unreadable: list[RunReadError] | None = None,
 ) -> None:
-    """COMPARISON.md: how it was made, per sweep its table, its significance table and its
-    alignment image, the aligners, then what can be read from them."""
+    """COMPARISON.md: how it was made, the runs left out, per sweep its table, its
+    significance table and its alignment image, the aligners, then what can be read from
+    them."""
     trained = f"Runs trained by `{made_by}`; this file written by" if made_by else "Written by"
     seeds = max((len(c.rows) for cs in sweeps.values() for c in cs), default=1)
     lines = [
@@ -768,6 +828,9 @@ def write_markdown(
         "models without attention; p vs base: the paired bootstrap of test BLEU against the "
         f"sweep's baseline, the largest p over the seeds ({MARK}: significant, below).",
     ]
+    if unreadable:
+        lines += ["", f"{left_out_line(len(unreadable))}:", ""]
+        lines += [f"- {error}" for error in unreadable]
     for sweep, configurations in sweeps.items():
         baseline = roles[sweep]["baseline"]
         lines += ["", f"## {sweep}", "", *markdown_table(configurations, baseline)]
@@ -834,11 +897,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def print_best(sweep: Path, group: str) -> int:
+    """`--best GROUP`: print the best option; unreadable runs are named and left out; 2
+    (with one line) when no finished run sets the group."""
+    unreadable: list[RunReadError] = []
+    try:
+        choice = best_choice(sweep, group, unreadable)
+    except FileNotFoundError as error:
+        choice, missing = None, error
+    for error in unreadable:
+        print(f"compare: left out: {error}", file=sys.stderr)
+    report_count(unreadable)
+    if choice is None:
+        print(f"compare: {missing}", file=sys.stderr)
+        return 2
+    print(choice)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.best:
-        print(best_choice(args.sweeps[0], args.best))
-        return 0
+        return print_best(args.sweeps[0], args.best)
     if args.link_into:
         if not args.choice or "=" not in args.choice:
             raise SystemExit("--link-into needs --choice GROUP=OPTION")
@@ -847,9 +927,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.out_dir.mkdir(parents=True, exist_ok=True)
     aligners = [row for path in args.baseline_aer for row in read_aligners(path)]
-    sweeps = {sweep.name: sweep_configurations(sweep) for sweep in args.sweeps}
+    unreadable: list[RunReadError] = []
+    sweeps = {sweep.name: sweep_configurations(sweep, unreadable) for sweep in args.sweeps}
     if len(sweeps) != len(args.sweeps):
         raise SystemExit("two sweep folders have the same name; give folders with distinct names")
+    report_count(unreadable)
+    sweeps = {name: configurations for name, configurations in sweeps.items() if configurations}
+    if not sweeps:
+        shown = ", ".join(map(str, args.sweeps))
+        print(f"compare: no run could be read below {shown}: nothing to compare", file=sys.stderr)
+        return 2
     baselines = args.baseline or list(DEFAULT_BASELINES)
     roles = {
         name: test_sweep(configurations, baselines, args.resamples)
@@ -867,9 +954,8 @@ def main(argv: list[str] | None = None) -> int:
     all_rows = [row for cs in sweeps.values() for c in cs for row in c.rows] + aligners
     write_csv(all_rows, args.out_dir / "comparison.csv")
     command = "python scripts/compare.py " + shlex.join(sys.argv[1:] if argv is None else argv)
-    write_markdown(
-        sweeps, roles, images, aligners, args.out_dir / "COMPARISON.md", command, args.made_by
-    )
+    write_markdown(sweeps, roles, images, aligners, args.out_dir / "COMPARISON.md", command,
+                   args.made_by, unreadable)  # fmt: skip
     print(args.out_dir / "COMPARISON.md")
     return 0
 

@@ -7,7 +7,10 @@ a stop and after the resume, keeps its later value), smooths each curve with a t
 moving average of `--window` logged steps, and prints the largest relative difference
 |bf16 − fp32| / fp32 of the smoothed curves over the steps both runs logged, from the first
 full window on. Exit code 0 when it is at most `--threshold`, 1 above it (or when a curve
-holds a NaN or infinity, or the runs share too few steps), 2 for a missing file.
+holds a NaN or infinity, or the runs share too few steps), 2 for a missing file or one
+without a readable line. A line that is not a JSON object with an integer `step` and a
+numeric `train/loss` (a killed run's half-written last line, a null loss, bytes that are
+not text) is skipped, and the skipped lines are named, with their numbers, in one line.
 
 Why smooth, and why 5 %. The two runs start from the same weights and read the same
 batches, but bf16 rounds every matrix product's inputs to 8 significant bits (relative
@@ -31,17 +34,58 @@ from pathlib import Path
 
 DEFAULT_WINDOW = 25
 DEFAULT_THRESHOLD = 0.05
+SHOWN_SKIPS = 5  # skipped lines named in the warning; the others are counted
 
 
 def read_losses(run_dir: Path) -> dict[int, float]:
-    """Step → `train/loss` from `run_dir/metrics.jsonl` (the later of a repeated step)."""
+    """Step → `train/loss` from `run_dir/metrics.jsonl` (the later of a repeated step).
+    Lines that cannot be read are skipped and named in one line on stderr; ValueError when
+    no line can be read, OSError when the file cannot."""
     losses: dict[int, float] = {}
+    skipped: list[str] = []
     path = Path(run_dir) / "metrics.jsonl"
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            losses[int(row["step"])] = float(row["train/loss"])
+    for number, line in enumerate(path.read_bytes().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            step, loss = parse_line(line)
+        except ValueError as error:
+            skipped.append(f"line {number} ({error})")
+            continue
+        losses[step] = loss
+    if skipped:
+        print(f"gpu_compare_losses: {path}: {skipped_lines(skipped)}", file=sys.stderr)
+    if not losses:
+        raise ValueError(f"{path}: no readable train/loss line")
     return losses
+
+
+def parse_line(line: bytes) -> tuple[int, float]:
+    """(step, loss) of one metrics.jsonl line; ValueError saying what is wrong with it."""
+    try:
+        row = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not valid JSON: {error.msg}") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"not a JSON object: {type(row).__name__}")
+    step, loss = row.get("step"), row.get("train/loss")
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise ValueError(f"step must be an integer, got {step!r}")
+    if "train/loss" not in row:
+        raise ValueError("no train/loss")
+    if isinstance(loss, bool) or not isinstance(loss, (int, float)):
+        raise ValueError(f"train/loss must be a number, got {loss!r}")
+    return step, float(loss)
+
+
+def skipped_lines(skipped: list[str]) -> str:
+    """`skipped 2 unreadable lines: line 4 (...), line 9 (...)`, the first few named."""
+    count = len(skipped)
+    named = ", ".join(skipped[:SHOWN_SKIPS])
+    more = f" and {count - SHOWN_SKIPS} more" if count > SHOWN_SKIPS else ""
+    return f"skipped {count} unreadable line{'s' if count > 1 else ''}: {named}{more}"
 
 
 def smoothed(losses: dict[int, float], window: int) -> dict[int, float]:
@@ -90,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         candidate, reference = read_losses(args.candidate), read_losses(args.reference)
-    except (FileNotFoundError, json.JSONDecodeError, KeyError) as error:
+    except (OSError, ValueError) as error:
         print(f"gpu_compare_losses: cannot read the losses: {error}", file=sys.stderr)
         return 2
     try:

@@ -23,6 +23,8 @@ REQUIRED_KEYS = ("format", "model", "config", "tokenizers", "progress")
 # Config sections that define the architecture or its vocabulary: a checkpoint whose
 # values differ here cannot be loaded into the configured model.
 ARCHITECTURE_SECTIONS = ("encoder", "decoder", "attention", "model")
+# Keys of those sections that do not shape the model: a resume may change them.
+NOT_ARCHITECTURE = ("model.max_parameters",)
 log = logging.getLogger(__name__)
 
 
@@ -148,7 +150,7 @@ def architecture_differences(
     return [
         f"{key}: checkpoint {saved_flat.get(key)!r}, config {current_flat.get(key)!r}"
         for key in sorted(set(saved_flat) | set(current_flat))
-        if saved_flat.get(key) != current_flat.get(key)
+        if saved_flat.get(key) != current_flat.get(key) and key not in NOT_ARCHITECTURE
     ]
 
 

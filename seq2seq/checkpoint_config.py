@@ -22,11 +22,13 @@ Every refusal is one `ConfigError` whose message starts with the offending key
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import difflib
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from seq2seq.build import ConfigError, allowed_target
 from seq2seq.config import (
@@ -56,10 +58,7 @@ def validated_config(raw: Any) -> DictConfig:
     """The checkpoint's config merged into the project's schemas, or a ConfigError."""
     if not isinstance(raw, dict):
         raise ConfigError(f"config: a mapping was expected, got {type(raw).__name__}")
-    known = set(FIXED_SCHEMAS) | set(BUILDABLE_GROUPS) | {"name"}
-    for section in raw:
-        if section not in known:
-            raise ConfigError(f"{section!s}: not a section of a training config")
+    check_sections(raw)
     refuse_unsafe_values(raw)
     missing = [section for section in REQUIRED_SECTIONS if section not in raw]
     if missing:
@@ -70,6 +69,68 @@ def validated_config(raw: Any) -> DictConfig:
     check_settings(config)
     OmegaConf.set_struct(config, True)
     return config
+
+
+def known_sections() -> set[str]:
+    return set(FIXED_SCHEMAS) | set(BUILDABLE_GROUPS) | {"name"}
+
+
+def check_sections(raw: Mapping[str, Any]) -> None:
+    """Every top-level key is a section of a training config."""
+    known = known_sections()
+    for section in raw:
+        if section not in known:
+            raise ConfigError(
+                f"{section!s}: not a section of a training config{closest(str(section), known)}"
+            )
+
+
+def check_known_keys(cfg: DictConfig) -> None:
+    """Refuse a key that no schema knows, however it came in: Hydra accepts a new key given
+    with `+` (`+trainer.typo=1`) and the run would silently ignore it. Each section is merged
+    into its schema as a checkpoint's is; the error names the key and its closest known name.
+    """
+    raw = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    check_sections(raw)
+    for section, value in raw.items():
+        merged_section(str(section), value)
+
+
+def closest(key: str, known: Collection[str]) -> str:
+    """` (did you mean X?)` for a known name near `key`, else ` (closest known: X)`."""
+    return _suggestion(key, {name: name for name in known})
+
+
+def _suggestion(name: str, known: Mapping[str, str]) -> str:
+    """The text naming the entry of `known` (compared by its key) nearest `name`."""
+    if not known:
+        return ""
+    near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    if near:
+        return f" (did you mean {known[near[0]]}?)"
+    scores = {key: difflib.SequenceMatcher(None, name, key).ratio() for key in known}
+    return f" (closest known: {known[max(sorted(scores), key=scores.__getitem__)]})"
+
+
+def closest_key(path: str, known: Collection[str]) -> str:
+    """`closest` among the known keys beside `path` (same parent), compared by last name."""
+    parent, _, name = path.rpartition(".")
+    siblings = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == parent}
+    return _suggestion(name, siblings)
+
+
+def schema_keys(schema: type, prefix: str = "") -> list[str]:
+    """The dotted key paths of a dataclass schema, nested dataclasses included."""
+    keys = []
+    for item in dataclasses.fields(schema):
+        path = f"{prefix}{item.name}"
+        keys.append(path)
+        kind = item.type if isinstance(item.type, type) else None
+        default = item.default_factory() if item.default_factory is not dataclasses.MISSING else None
+        nested = kind if kind is not None and dataclasses.is_dataclass(kind) else type(default)
+        if dataclasses.is_dataclass(nested):
+            keys += schema_keys(nested, f"{path}.")
+    return keys
 
 
 def refuse_unsafe_values(raw: Mapping[str, Any]) -> None:
@@ -127,6 +188,8 @@ def merged_section(section: str, value: Any) -> Any:
     except OmegaConfBaseException as error:
         key = getattr(error, "full_key", "") or ""
         message = getattr(error, "msg", str(error)).splitlines()[0]
+        if isinstance(error, ConfigKeyError) and key:
+            message += closest_key(f"{section}.{key}", [f"{section}.{k}" for k in schema_keys(schema)])
         raise ConfigError(
             f"{section}.{key}: {message}" if key else f"{section}: {message}"
         ) from error

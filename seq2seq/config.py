@@ -40,6 +40,10 @@ class ModelConfig:
     scale_embeddings: bool = True
     embed_dropout: float = 0.1
     tie_embeddings: bool = True  # target embeddings shared with the output projection
+    # The most parameters (and recomputed buffer elements, such as the sinusoid position
+    # table) a model may have: a larger config is refused before anything is allocated,
+    # naming the values that make it large (seq2seq.sizing). Not part of the architecture.
+    max_parameters: int = 500_000_000
 
 
 @dataclass

@@ -11,7 +11,7 @@ classes), and the tokenisers from their stored bytes. Every tool that loads a ch
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from seq2seq.checkpoint_config import validated_config
 from seq2seq.data.tokenizer import Tokenizer, tokenizer_from_bytes
 from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.search import Hypothesis
+from seq2seq.sizing import Vocabulary, check_state_shapes
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +62,25 @@ def stored_tokenizers(saved: Any, path: str | Path) -> dict[str, Tokenizer]:
     return tokenizers
 
 
+def check_stored_weights(
+    config: Any, tokenizers: dict[str, Tokenizer], state: Any, path: str | Path
+) -> None:
+    """The config's model, built on the meta device (no memory), has exactly the stored
+    weights' names and shapes; else CheckpointError naming the first that differs."""
+    vocab = Vocabulary(tokenizers["src"].vocab_size, tokenizers["tgt"].vocab_size)
+    _as_checkpoint_error(lambda: check_state_shapes(config, vocab, state), path)
+
+
 def model_from_config(config: Any, tokenizers: dict[str, Tokenizer], path: str | Path):
     """`build_model` on a validated config; CheckpointError when it cannot be built."""
+    vocab = (tokenizers["src"].vocab_size, tokenizers["tgt"].vocab_size)
+    return _as_checkpoint_error(lambda: build_model(config, *vocab), path)
+
+
+def _as_checkpoint_error(build: Callable[[], Any], path: str | Path) -> Any:
+    """`build()`, its config errors and construction errors as one CheckpointError."""
     try:
-        return build_model(config, tokenizers["src"].vocab_size, tokenizers["tgt"].vocab_size)
+        return build()
     except ConfigError as error:
         raise CheckpointError(f"{path}: {error}") from error
     except (RuntimeError, TypeError, ValueError) as error:
@@ -90,6 +106,7 @@ class Translator:
         except ConfigError as error:
             raise CheckpointError(f"{path}: {error}") from error
         tokenizers = stored_tokenizers(payload["tokenizers"], path)
+        check_stored_weights(config, tokenizers, payload["model"], path)
         model = model_from_config(config, tokenizers, path)
         try:
             model.load_state_dict(payload["model"])

@@ -16,10 +16,10 @@ serve every encoder, decoder and attention schema.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import torch
 from omegaconf import DictConfig
 
 from seq2seq.build import ConfigError, plain
@@ -28,6 +28,9 @@ from seq2seq.decoding import SearchSettings, SearchSettingsError
 # A rule returns what is wrong with a value ("must be at least 1"), or None when it is fine.
 Rule = Callable[[Any], "str | None"]
 MAX_SEED = 2**32 - 1  # numpy's seeds are 32-bit
+# The deepest stack accepted: deeper than any published NMT model (DeepNet's 1,000 layers).
+# Every layer is a Python module, so depth costs time and memory before any weight does.
+MAX_LAYERS = 1024
 
 
 def is_number(value: Any) -> bool:
@@ -40,6 +43,17 @@ def at_least(minimum: int) -> Rule:
     def rule(value: Any) -> str | None:
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             return f"must be an integer of at least {minimum}"
+        return None
+
+    return rule
+
+
+def whole_between(minimum: int, maximum: int) -> Rule:
+    """A whole number in [minimum, maximum]."""
+
+    def rule(value: Any) -> str | None:
+        if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= maximum:
+            return f"must be an integer from {minimum} to {maximum:,}"
         return None
 
     return rule
@@ -105,15 +119,15 @@ def betas_rule(value: Any) -> str | None:
     return None
 
 
+DEVICE_NAME = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
+
+
 def device_rule(value: Any) -> str | None:
-    """`auto` or a name torch understands (whether that device exists is checked later)."""
-    if value == "auto":
+    """`auto`, `cpu`, `cuda` or `cuda:N` (whether that device exists is checked later);
+    torch's other device types (`meta`, `mps`, ...) cannot train here."""
+    if isinstance(value, str) and DEVICE_NAME.fullmatch(value):
         return None
-    try:
-        torch.device(value)
-    except (RuntimeError, TypeError, ValueError):
-        return "must be auto, cpu, cuda or cuda:N"
-    return None
+    return "must be auto, cpu, cuda or cuda:N"
 
 
 def precision_rule(value: Any) -> str | None:
@@ -127,7 +141,7 @@ PROBABILITY = in_range(0.0, 1.0, high_open=False)  # [0, 1]
 # Keys of encoder, decoder and attention parts (each schema holds some of them).
 PART_RULES: dict[str, Rule] = {
     "hidden_size": at_least(1),
-    "num_layers": at_least(1),
+    "num_layers": whole_between(1, MAX_LAYERS),
     "heads": at_least(1),
     "ff_size": at_least(1),
     "kernel_size": at_least(1),
@@ -146,7 +160,7 @@ SECTION_RULES: dict[str, dict[str, Rule]] = {
     "encoder": PART_RULES,
     "decoder": PART_RULES,
     "attention": PART_RULES,
-    "model": {"embed_dim": at_least(1), "embed_dropout": FRACTION},
+    "model": {"embed_dim": at_least(1), "embed_dropout": FRACTION, "max_parameters": at_least(1)},
     "optim": {
         "lr": positive_finite,
         "eps": positive_finite,
@@ -202,6 +216,36 @@ def check_test_search(values: Mapping[str, Any]) -> None:
         raise ConfigError(f"trainer.test_search: {error}") from error
 
 
+def longest_sequence(data: Mapping[str, Any]) -> int | None:
+    """The most positions one sequence of a batch takes: `data.max_len` pieces (the toy
+    tasks' `toy_max_len` when shorter) plus the EOS of a source or the BOS of a target."""
+    max_len = data.get("max_len")
+    if not is_number(max_len):
+        return None
+    toy_max_len = data.get("toy_max_len")
+    if data.get("kind") == "toy" and is_number(toy_max_len):
+        max_len = min(max_len, toy_max_len)
+    return int(max_len) + 1
+
+
+def check_positions(config: Mapping[str, Any]) -> None:
+    """An encoder or decoder with a position table (`max_positions`) must hold the longest
+    sequence the data can give it; else training fails at the first long batch."""
+    data = config.get("data")
+    longest = longest_sequence(data) if isinstance(data, Mapping) else None
+    if longest is None:
+        return
+    for section in ("encoder", "decoder"):
+        part = config.get(section)
+        positions = part.get("max_positions") if isinstance(part, Mapping) else None
+        if is_number(positions) and positions < longest:
+            raise ConfigError(
+                f"{section}.max_positions={positions} is smaller than the {longest} positions "
+                f"of the longest sequence (data.max_len={data['max_len']} pieces and its "
+                f"EOS/BOS): raise {section}.max_positions or lower data.max_len"
+            )
+
+
 def check_settings(cfg: DictConfig | Mapping[str, Any]) -> None:
     """Raise ConfigError naming the first out-of-range value of a training config."""
     config = plain(cfg)
@@ -212,3 +256,4 @@ def check_settings(cfg: DictConfig | Mapping[str, Any]) -> None:
     trainer = config.get("trainer")
     if isinstance(trainer, Mapping) and isinstance(trainer.get("test_search"), Mapping):
         check_test_search(trainer["test_search"])
+    check_positions(config)

@@ -385,3 +385,24 @@ def test_cuda_gives_the_cpu_result():
     for cpu_nbest, gpu_nbest in zip(on_cpu, on_gpu, strict=True):
         assert [h.tokens for h in gpu_nbest] == [h.tokens for h in cpu_nbest]
         assert all(h.attention.is_cuda for h in gpu_nbest)
+
+
+@pytest.mark.parametrize("search", [greedy_search, beam_search])
+@pytest.mark.parametrize("family", ["transformer", "cnn"])
+def test_output_is_capped_at_the_decoder_position_table(search, family):
+    """A length budget beyond the decoder's position table (here 8 rows) stops at its last
+    row instead of failing there: at most 7 tokens, then the forced EOS."""
+    from helpers import TINY_TOY, compose_config
+
+    from seq2seq.build import build_model
+
+    cfg = compose_config(TINY_TOY + [f"encoder={family}", f"decoder={family}",
+                                     "attention=dot", "encoder.hidden_size=32",
+                                     "decoder.hidden_size=32", "decoder.max_positions=8"])  # fmt: skip
+    torch.manual_seed(0)
+    model = build_model(cfg, 14, 14).eval()
+    src = torch.tensor([[5, 6, 7, 8, EOS_ID]])
+    with torch.no_grad():
+        found = search(model, src, src != PAD_ID, max_len_a=0.0, max_len_b=1000)
+    hypotheses = [h for item in found for h in (item if isinstance(item, list) else [item])]
+    assert hypotheses and all(len(h.tokens) <= 7 for h in hypotheses)

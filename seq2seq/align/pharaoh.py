@@ -5,11 +5,14 @@ spaces: `0-0 1-2 2-1`; an empty line is a pair without links. Gold files also ma
 certain a link is (Och & Ney 2003): a *sure* link (`i-j`, also written `i-j-S`) is
 one every annotator agrees on, a *possible* link (`i-j-P`, or `ipj` as some gold sets
 write it) one that is acceptable but not required (function words, idioms). By definition every sure link is also possible, S ⊆ P. Some gold sets
-count words from 1; `one_based=True` reads them.
+count words from 1; `one_based=True` reads them. A file read as 0-based in which no link
+uses word 0 on either side is most likely 1-based, and it is read with a warning: shifted
+by one word, its links still fit their sentences unless one names a sentence's last word.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +23,7 @@ Link = tuple[int, int]  # (source word, target word), both from 0
 
 LINK_PATTERN = re.compile(r"(\d+)-(\d+)(?:-([SsPp]))?|(\d+)([Pp])(\d+)")
 EXPECTED = "expected i-j, i-j-S, i-j-P or ipj"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -69,11 +73,26 @@ def _parse_token(token: str, one_based: bool, where: str) -> tuple[Link, bool]:
 
 
 def parse_lines(lines: Sequence[str], name: str, *, one_based: bool = False) -> list[Links]:
-    """The links of every line of the file `name`; errors say `name line N: ...`."""
-    return [
+    """The links of every line of the file `name`; errors say `name line N: ...`. A warning
+    when the file is read as 0-based and no link uses word 0 (`warn_if_one_based`)."""
+    found = [
         parse_links(line, one_based=one_based, where=f"{name} line {number}")
         for number, line in enumerate(lines, 1)
     ]
+    if not one_based:
+        warn_if_one_based(found, name)
+    return found
+
+
+def warn_if_one_based(alignments: Sequence[Links], name: str) -> None:
+    """Log a warning naming the file `name` when it has links but none uses word 0 on
+    either side on any line: the sign of a 1-based file read as 0-based."""
+    links = [link for links in alignments for link in links.possible]
+    if links and all(0 not in link for link in links):
+        log.warning(
+            "%s: no link uses word 0 on any line: is the file 1-based? It is read as "
+            "0-based (one_based=True, or --one-based, reads it from 1)", name
+        )
 
 
 def read_links(path: str | Path, *, one_based: bool = False) -> list[Links]:

@@ -9,16 +9,25 @@ corpus of PAIRS pairs built from a data config's corpus (`seq2seq.data.synth`: e
 repeated with its copy number appended to both sides), to measure preparation at scale;
 prepare it with `data.url=file://<OUTPUT> data.member="" data.sha256=null data.name=...`.
 
+`seq2seq-data verify data=<name> [data.name=... data.root=...]` reads every file of every
+preparation recorded in `<root>/prepared/<name>/` whole and compares its sha256 with the
+record (`seq2seq.data.record.verify_files`): what the cheaper check done at each start, a
+size and a hash of sampled blocks, cannot see. It prints one line per record; a damaged
+file is reported in one line naming it (exit code 2): the next preparation with
+data.rebuild=true (the default) prepares it again. The corpus is not read.
+
 Exit codes: 0 done; 2 an error about the input in one line, no traceback (exit code 2 as
 `seq2seq-train`, the line on stderr as `seq2seq-evaluate`): a data config value, the corpus
 file or its split, a download or a pinned hash, a vocabulary size the training text cannot
-give. A key Hydra cannot compose (a misspelt one) is Hydra's own short error, exit code 1.
+give, a damaged prepared file (with data.rebuild=false, or found by `verify`). A key Hydra
+cannot compose (a misspelt one) is Hydra's own short error, exit code 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -30,13 +39,21 @@ from seq2seq.config import register_configs
 from seq2seq.configs import SEARCH_PATH
 from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import CorpusError
-from seq2seq.data.fetch import FetchError, fetch
+from seq2seq.data.fetch import FetchError, fetch, folder_lock
 from seq2seq.data.prepare import prepare
 from seq2seq.data.presets import PresetError, data_preset, one_line
+from seq2seq.data.record import (
+    OlderRecordError,
+    PreparationRecord,
+    read_record,
+    stale_reasons,
+    verify_files,
+)
 from seq2seq.data.synth import source_lines, write_synthetic
 
 COMMAND = "prepare"
 SYNTH_COMMAND = "synth"
+VERIFY_COMMAND = "verify"
 PROGRAM = "seq2seq-data"
 USER_ERROR_EXIT = 2
 # Errors of prepare() about its input, reported in one line: the corpus file or its split
@@ -53,6 +70,60 @@ def prepare_app(cfg: DictConfig) -> None:
     except PREPARE_ERRORS as error:
         user_error(error)
     print(format_summary(prepared.summary, prepared.folder))
+
+
+@hydra.main(version_base="1.3", config_path=SEARCH_PATH, config_name="data_only")
+def verify_app(cfg: DictConfig) -> None:
+    data_cfg = data_config(cfg.data)
+    folder = Path(data_cfg.root) / "prepared" / data_cfg.name
+    records = sorted(folder.glob("prepared_*.json"))
+    if not records:
+        user_error(FileNotFoundError(f"no preparation recorded in {folder}: nothing to verify"))
+    damaged = []
+    with folder_lock(folder):  # no preparation rewrites a file while it is read
+        for path in records:
+            line, found = verify_record(folder, path)
+            print(line)
+            damaged += found
+    if damaged:
+        user_error(
+            ValueError(
+                f"damaged prepared file{'s' if len(damaged) > 1 else ''}: {'; '.join(damaged)}; "
+                "the next preparation with data.rebuild=true (the default) prepares "
+                f"{'them' if len(damaged) > 1 else 'it'} again from the corpus"
+            )
+        )
+
+
+def verify_record(folder: Path, path: Path) -> tuple[str, list[str]]:
+    """The line `verify` prints for one record, and its damaged files as `path (reason)`."""
+    started = time.perf_counter()
+    try:
+        record = read_record(path)
+        stale = stale_reasons(folder, record)
+    except OlderRecordError:
+        return f"{path.name}: an older record without hashes; prepared again when used", []
+    except (OSError, ValueError, TypeError) as error:
+        return f"{path.name}: unreadable ({one_line(error)}); prepared again when used", []
+    if stale:
+        return f"{path.name}: stale ({stale}); prepared again when used", []
+    found = [f"{folder / name} ({reason})" for name, reason in verify_files(folder, record)]
+    seconds = time.perf_counter() - started
+    files = f"{len(record.files)} files, {_distinct_bytes(folder, record) / 1e6:,.1f} MB"
+    files += f" (hard links once), sha256 in {seconds:.3f} s"
+    return f"{path.name}: {files}: {f'{len(found)} damaged' if found else 'intact'}", found
+
+
+def _distinct_bytes(folder: Path, record: PreparationRecord) -> int:
+    """The bytes of the recorded files, a file under two names (a hard link) counted once."""
+    sizes = {}
+    for name in record.files:
+        try:
+            status = (folder / name).stat()
+        except OSError:
+            continue
+        sizes[status.st_dev, status.st_ino] = status.st_size
+    return sum(sizes.values())
 
 
 def data_config(node: DictConfig) -> DataConfig:
@@ -126,10 +197,14 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == SYNTH_COMMAND:
         synth_main(sys.argv[2:])
         return
-    if len(sys.argv) > 1 and sys.argv[1] == COMMAND:
-        del sys.argv[1]
+    command = COMMAND
+    if len(sys.argv) > 1 and sys.argv[1] in (COMMAND, VERIFY_COMMAND):
+        command = sys.argv.pop(1)
     register_configs(["data"])  # the data schema only: no model is imported
-    prepare_app()
+    if command == VERIFY_COMMAND:
+        verify_app()
+    else:
+        prepare_app()
 
 
 if __name__ == "__main__":

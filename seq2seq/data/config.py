@@ -21,6 +21,7 @@ MODEL_TYPES = ("unigram", "bpe", "char", "word")
 MAX_TOY_SYMBOLS = 26  # the toy symbols are the letters 'a' ... 'z'
 URL_SCHEMES = ("http", "https", "file")
 DEFAULT_MAX_MEMBER_BYTES = 2 << 30  # 2 GiB: Tatoeba's largest pair is a few hundred MB
+DEFAULT_MAX_LINE_BYTES = 1 << 20  # 1 MiB: Tatoeba's longest line is a few hundred bytes
 SHA256_PATTERN = re.compile(r"[0-9a-fA-F]{64}")
 
 
@@ -41,6 +42,7 @@ class DataConfig:
     licence: str = "CC-BY 2.0 France; Tatoeba (tatoeba.org), via manythings.org/anki"
     sha256: str | None = None  # pin the corpus file: any other content is refused
     max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES  # larger zip members are not read
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES  # a longer line is malformed, never held whole
     # cleaning
     traditional_to_simplified: bool = False  # OpenCC t2s on the Chinese side only
     max_malformed_share: float = 0.5  # more malformed lines than this: wrong file, stop
@@ -77,6 +79,10 @@ class DataConfig:
     toy_test_size: int = 500
     # files
     root: str = "data"  # raw/ and prepared/ go below this folder
+    # A prepared file that differs from its preparation's record (size, hash, ids outside
+    # the vocabulary, offsets out of order): true prepares it again from the corpus with a
+    # warning naming it; false stops with one line naming it. Never trained on either way.
+    rebuild: bool = True
 
     def __post_init__(self) -> None:
         self.validate()
@@ -104,6 +110,7 @@ class DataConfig:
                 f"data.sha256 must be null or 64 hexadecimal digits, got {self.sha256!r}"
             )
         _check_positive("max_member_bytes", self.max_member_bytes)
+        _check_positive("max_line_bytes", self.max_line_bytes)
         _check_positive("num_columns", self.num_columns)
         for key in ("src_column", "tgt_column"):
             column = getattr(self, key)

@@ -3,11 +3,14 @@
 The file is read as a stream, line by line, and each line is decoded on its own, so one
 bad line costs one pair, not the file. A UTF-8 byte-order mark at the start of the file is
 dropped. A line with undecodable bytes, the wrong number of columns or an empty side is
-malformed; a line holding a control character (a C0 control other than tab, DEL, or a C1
-control: U+0000-U+0008, U+000A-U+001F, U+007F-U+009F, which includes NUL, a carriage return
-inside the line and NEL) is skipped too, as its text cannot be trusted; both are counted,
-separately, with their line numbers. When more than `max_malformed_share` of the lines are
-skipped, for either reason, the file is probably not the corpus we expect and we stop.
+malformed, and so is a line longer than `max_line_bytes` (`data.max_line_bytes`), which is
+read by chunks and dropped as it streams by, never held whole; a line holding a control
+character (a C0 control other than tab, DEL, or a C1 control: U+0000-U+0008,
+U+000A-U+001F, U+007F-U+009F, which includes NUL, a carriage return inside the line and
+NEL) is skipped too, as its text cannot be trusted; both are counted, separately, with
+their line numbers (the over-long ones also on their own). When more than
+`max_malformed_share` of the lines are skipped, for either reason, the file is probably
+not the corpus we expect and we stop.
 Kept sentences are normalised (Unicode NFKC, whitespace collapsed and stripped) and the
 Chinese side may be converted from traditional to simplified characters with OpenCC.
 A zip member larger (uncompressed) than `max_member_bytes` is refused before it is read.
@@ -15,6 +18,7 @@ A zip member larger (uncompressed) than `max_member_bytes` is refused before it 
 
 from __future__ import annotations
 
+import io
 import logging
 import re
 import unicodedata
@@ -24,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seq2seq.data.config import DEFAULT_MAX_MEMBER_BYTES
+from seq2seq.data.config import DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_MEMBER_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +38,7 @@ UTF8_BOM = b"\xef\xbb\xbf"
 BOM_CHARACTER = "\ufeff"
 # C0 controls but tab, DEL and the C1 controls: a line holding one is skipped.
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+CHUNK_BYTES = 1 << 16  # the rest of an over-long line is read and dropped by this much
 
 
 class CorpusError(ValueError):
@@ -47,6 +52,7 @@ class CorpusStats:
     source: str  # file name, with `!member` for a zip member
     lines_read: int = 0
     malformed_lines: list[int] = field(default_factory=list)
+    long_lines: list[int] = field(default_factory=list)  # over max_line_bytes; also malformed
     control_char_lines: list[int] = field(default_factory=list)  # skipped: a control character
     converted_to_simplified: int = 0  # Chinese sentences changed by OpenCC t2s
 
@@ -85,9 +91,10 @@ def read_pairs(
 
     The keywords are those of `iter_pairs`: `src_column`, `tgt_column` and `num_columns`
     (required), `convert_src` / `convert_tgt` (run after normalisation on one side, for
-    example `traditional_to_simplified()`), `max_malformed_share` and `max_member_bytes`.
-    Raises CorpusError when the share of skipped lines exceeds `max_malformed_share`, when
-    no pair is left, or when the zip member is larger than `max_member_bytes`
+    example `traditional_to_simplified()`), `max_malformed_share`, `max_member_bytes` and
+    `max_line_bytes` (a longer line, its b"\\n" not counted, is malformed). Raises
+    CorpusError when the share of skipped lines exceeds `max_malformed_share`, when no pair
+    is left, or when the zip member is larger than `max_member_bytes`
     (`data.max_member_bytes`) uncompressed. Holds every pair in memory; `iter_pairs`
     streams them.
     """
@@ -113,14 +120,20 @@ def iter_pairs(
     convert_tgt: Callable[[str], str] | None = None,
     max_malformed_share: float = 0.5,
     max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> Iterator[Pair]:
     """`read_pairs` as a stream: one pair at a time, `stats` (from `corpus_stats`) filled as
     the lines go by. The checks of `read_pairs` run once the last line is read, so the
     CorpusError of a mostly malformed file comes at the end of the stream."""
     path = Path(path)
     kept = 0
-    for line_number, raw_line in enumerate(_raw_lines(path, member, max_member_bytes), start=1):
+    lines = _raw_lines(path, member, max_member_bytes, max_line_bytes)
+    for line_number, raw_line in enumerate(lines, start=1):
         stats.lines_read += 1
+        if raw_line is None:  # longer than max_line_bytes: already dropped
+            stats.long_lines.append(line_number)
+            stats.malformed_lines.append(line_number)
+            continue
         try:
             pair = _parse_line(raw_line, src_column, tgt_column, num_columns)
         except _ControlCharacterError:
@@ -133,6 +146,7 @@ def iter_pairs(
         stats.converted_to_simplified += changed
         kept += 1
         yield pair
+    _warn_skipped(stats, max_line_bytes)
     _check_malformed(stats, max_malformed_share, kept=kept)
 
 
@@ -147,30 +161,51 @@ class _ControlCharacterError(ValueError):
     """A line holds a control character (see CONTROL_CHARACTERS)."""
 
 
-def _raw_lines(path: Path, member: str | None, max_member_bytes: int) -> Iterator[bytes]:
-    """The lines of the file (or zip member) as bytes, without their line ending or a BOM.
+def _raw_lines(
+    path: Path, member: str | None, max_member_bytes: int, max_line_bytes: int
+) -> Iterator[bytes | None]:
+    """The lines of the file (or zip member) as bytes, without their line ending or a BOM;
+    None for a line longer than `max_line_bytes`.
 
-    Streams: only one line is held in memory at a time.
+    Streams: only one line, of at most `max_line_bytes`, is held in memory at a time.
     """
     if not path.is_file():
         raise CorpusError(f"corpus file {path} does not exist")
     if zipfile.is_zipfile(path):
         with (
             zipfile.ZipFile(path) as archive,
-            _open_member(archive, path, member, max_member_bytes) as stream,
+            _open_member(archive, path, member, max_member_bytes) as member_stream,
+            io.BufferedReader(member_stream, CHUNK_BYTES) as stream,  # a fast readline(limit)
         ):
-            yield from _lines_of(stream)
+            yield from _lines_of(stream, max_line_bytes)
     else:
         with open(path, "rb") as stream:
-            yield from _lines_of(stream)
+            yield from _lines_of(stream, max_line_bytes)
 
 
-def _lines_of(stream) -> Iterator[bytes]:
-    """Lines of a binary stream split at b"\\n", endings stripped, a leading UTF-8 BOM dropped."""
-    for line_number, line in enumerate(stream, start=1):
+def _lines_of(stream, max_line_bytes: int) -> Iterator[bytes | None]:
+    """Lines of a binary stream split at b"\\n", endings stripped, a leading UTF-8 BOM dropped.
+
+    A line of more than `max_line_bytes` bytes before its b"\\n" comes as None: at most
+    `max_line_bytes` + 1 of its bytes are read at once, the rest is read and dropped by chunks.
+    """
+    limit = max_line_bytes + 1
+    line_number = 0
+    while line := stream.readline(limit):
+        line_number += 1
+        if len(line) == limit and not line.endswith(b"\n"):
+            _drop_rest_of_line(stream)
+            yield None
+            continue
         if line_number == 1 and line.startswith(UTF8_BOM):
             line = line[len(UTF8_BOM) :]
         yield line.rstrip(b"\r\n")
+
+
+def _drop_rest_of_line(stream) -> None:
+    """Read up to the next b"\\n" (or the end), CHUNK_BYTES at a time, keeping nothing."""
+    while (chunk := stream.readline(CHUNK_BYTES)) and not chunk.endswith(b"\n"):
+        pass
 
 
 def _open_member(archive: zipfile.ZipFile, path: Path, member: str | None, max_bytes: int):
@@ -222,15 +257,25 @@ def _convert(
     return (new_src, new_tgt), (new_src != src) + (new_tgt != tgt)
 
 
-def _check_malformed(stats: CorpusStats, max_share: float, kept: int) -> None:
+def _warn_skipped(stats: CorpusStats, max_line_bytes: int) -> None:
+    """One warning per kind of skipped line found, with the first line numbers."""
     if stats.malformed:
         log.warning(
-            "%s: skipped %d malformed line(s) of %d (wrong number of columns, empty side or "
-            "not UTF-8), at line(s) %s",
+            "%s: skipped %d malformed line(s) of %d (wrong number of columns, empty side, "
+            "not UTF-8 or too long), at line(s) %s",
             stats.source,
             stats.malformed,
             stats.lines_read,
             _shown(stats.malformed_lines),
+        )
+    if stats.long_lines:
+        log.warning(
+            "%s: %d of the malformed line(s) are longer than data.max_line_bytes=%s bytes "
+            "(dropped as they were read, never held whole), at line(s) %s",
+            stats.source,
+            len(stats.long_lines),
+            f"{max_line_bytes:,}",
+            _shown(stats.long_lines),
         )
     if stats.control_chars:
         log.warning(
@@ -241,6 +286,10 @@ def _check_malformed(stats: CorpusStats, max_share: float, kept: int) -> None:
             stats.lines_read,
             _shown(stats.control_char_lines),
         )
+
+
+def _check_malformed(stats: CorpusStats, max_share: float, kept: int) -> None:
+    """CorpusError when too many lines were skipped or no pair was kept."""
     if stats.malformed_share > max_share:
         raise CorpusError(
             f"{stats.source}: {stats.skipped} of {stats.lines_read} lines are malformed or hold "

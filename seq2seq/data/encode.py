@@ -35,6 +35,7 @@ from pathlib import Path
 from seq2seq.data.arrays import (
     ArrayExamples,
     ArrayFileError,
+    RaggedIds,
     RaggedWriter,
     TextLines,
     ids_dtype,
@@ -81,7 +82,7 @@ def encode_split(
     cache = folder / f"encoded_{split_name}_{digest}"
     if cache.is_dir():
         try:
-            _check_cache(cache)
+            _check_cache(cache, (src_tokenizer.vocab_size, tgt_tokenizer.vocab_size))
             return cache
         except (ArrayFileError, OSError, ValueError, KeyError) as error:
             log.warning("cannot use the encoding cache %s (%s); encoding again", cache, error)
@@ -124,10 +125,13 @@ def _write_cache(
     (folder / "meta.json").write_text(json.dumps(meta))
 
 
-def open_encoded(cache: Path, lazy: bool) -> ParallelData:
-    """The split in `cache`: lazy over the mapped files, or read into lists."""
-    pairs = _check_cache(cache)
-    examples = ArrayExamples(open_ragged(cache, "src"), open_ragged(cache, "tgt"))
+def open_encoded(
+    cache: Path, lazy: bool, vocab_sizes: tuple[int, int] | None = None
+) -> ParallelData:
+    """The split in `cache`: lazy over the mapped files, or read into lists. With
+    `vocab_sizes` (source, target) every id is checked to be below its side's size."""
+    pairs, sides = _check_cache(cache, vocab_sizes)
+    examples = ArrayExamples(*sides)
     src_lines, tgt_lines = (TextLines(cache / f"{side}.txt") for side in SIDES)
     if lazy:
         return ParallelData.from_arrays(examples, src_lines, tgt_lines, pairs)
@@ -190,28 +194,39 @@ def _count_lines(path: Path) -> int:
         return sum(block.count(b"\n") for block in iter(lambda: stream.read(1 << 20), b""))
 
 
-def _check_cache(cache: Path) -> int:
-    """The number of pairs of an intact cache folder; ArrayFileError (or ValueError,
-    KeyError, OSError) naming the file otherwise."""
+def _check_cache(
+    cache: Path, vocab_sizes: tuple[int, int] | None = None
+) -> tuple[int, list[RaggedIds]]:
+    """The number of pairs of an intact cache folder and its two opened sides (ids and
+    offsets range-checked, `open_ragged`; ids below `vocab_sizes` when given);
+    ArrayFileError (or OSError) naming the file otherwise."""
     meta_path = cache / "meta.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        pairs = int(meta["pairs"])
+        text_bytes = {side: int(meta["text_bytes"][side]) for side in SIDES}
+    except (ValueError, KeyError, TypeError) as error:
+        raise ArrayFileError(f"{meta_path}: cannot be read ({error!r})", meta_path) from error
     if meta.get("format") != FORMAT:
-        raise ArrayFileError(f"{meta_path}: format {meta.get('format')!r}, expected {FORMAT}")
-    pairs = int(meta["pairs"])
-    for side in SIDES:
-        ragged = open_ragged(cache, side)
+        raise ArrayFileError(
+            f"{meta_path}: format {meta.get('format')!r}, expected {FORMAT}", meta_path
+        )
+    sides = []
+    for index, side in enumerate(SIDES):
+        ragged = open_ragged(cache, side, vocab_sizes[index] if vocab_sizes else None)
         if len(ragged) != pairs:
+            offsets = cache / f"{side}_offsets.npy"
             raise ArrayFileError(
-                f"{cache / f'{side}_offsets.npy'}: {len(ragged)} sentences, {meta_path.name} "
-                f"says {pairs}"
+                f"{offsets}: {len(ragged)} sentences, {meta_path.name} says {pairs}", offsets
             )
         text = cache / f"{side}.txt"
-        if text.stat().st_size != meta["text_bytes"][side]:  # edited in place (a hard link)
+        if text.stat().st_size != text_bytes[side]:  # edited in place (a hard link)
             raise ArrayFileError(
-                f"{text}: {text.stat().st_size} bytes, {meta_path.name} says "
-                f"{meta['text_bytes'][side]}"
+                f"{text}: {text.stat().st_size} bytes, {meta_path.name} says {text_bytes[side]}",
+                text,
             )
-    return pairs
+        sides.append(ragged)
+    return pairs, sides
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

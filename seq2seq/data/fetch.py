@@ -7,7 +7,10 @@ can state exactly which version of a corpus (whose public copy changes) it used.
 Nothing partial or unverified is kept: a download is streamed into a temporary file and
 renamed into place only once its length matches the server's Content-Length and its
 sha256 matches `data.sha256` when that pins one. An earlier copy whose bytes no longer
-match its manifest is refused, with both hashes and the files to delete. `raw/` is locked
+match its manifest is refused, with both hashes and the files to delete. A new copy (from
+the mirror, or downloaded again) whose content differs from what the manifest it replaces
+recorded is accepted when `data.sha256` is null, as documented, with one warning naming
+both hashes, so that runs on the old and the new content can be told apart. `raw/` is locked
 (an advisory `flock`, where the platform has one) while a file is fetched, so parallel
 runs fetch it once.
 """
@@ -90,7 +93,8 @@ def fetch_verified(
             digest = _check_earlier_copy(target, pinned)
         else:
             digest = _download(url, target, timeout, pinned)
-            write_manifest(target, source=url, sha256=digest)
+            previous = _manifest_sha256(target)
+            _write_manifest_of_copy(target, url, digest, previous=previous, pinned=pinned)
     if member:
         _check_member(target, member)
     return target, digest
@@ -199,9 +203,10 @@ def _mirror_file(name: str, mirror: Path | str | None) -> Path | None:
 def _copy_from_mirror(mirror_file: Path, target: Path, pinned: str | None) -> str:
     """Copy unless `target` already holds the same bytes and a manifest that says so;
     return the sha256 of `target`."""
-    if target.is_file() and manifest_path(target).is_file():
+    recorded = _manifest_sha256(target)
+    if target.is_file() and recorded is not None:
         digest = sha256_of(target)
-        if digest == _recorded_sha256(target) and _same_file(mirror_file, target, digest):
+        if digest == recorded and _same_file(mirror_file, target, digest):
             source = f"the mirror copy {mirror_file} (and {target})"
             _check_pinned(target, digest, pinned, source, remedy="replace the mirror copy")
             return digest
@@ -211,8 +216,29 @@ def _copy_from_mirror(mirror_file: Path, target: Path, pinned: str | None) -> st
         digest = sha256_of(temporary)
         _check_pinned(target, digest, pinned, source=f"the mirror copy {mirror_file}")
         os.replace(temporary, target)
-    write_manifest(target, source=str(mirror_file.resolve()), sha256=digest)
+    source = str(mirror_file.resolve())
+    _write_manifest_of_copy(target, source, digest, previous=recorded, pinned=pinned)
     return digest
+
+
+def _write_manifest_of_copy(
+    target: Path, source: str, digest: str, *, previous: str | None, pinned: str | None
+) -> None:
+    """`write_manifest` for a new copy of `target`; first, when `data.sha256` is null and the
+    manifest replaced recorded other content (`previous`), one warning with both hashes."""
+    if pinned is None and previous is not None and previous != digest:
+        log.warning(
+            "%s changed: its manifest recorded sha256 %s, the new copy from %s has sha256 %s. "
+            "Accepted, as data.sha256 is null (any content); runs prepared before used the "
+            "other content. data.sha256 pins the content: set data.sha256=%s to refuse any "
+            "other.",
+            target,
+            previous,
+            source,
+            digest,
+            digest,
+        )
+    write_manifest(target, source=source, sha256=digest)
 
 
 def _same_file(other: Path, target: Path, target_sha256: str) -> bool:
@@ -238,6 +264,12 @@ def _check_earlier_copy(target: Path, pinned: str | None) -> str:
     remedy = f"delete {target} and {manifest_path(target)} to fetch it again"
     _check_pinned(target, digest, pinned, source=f"the earlier copy {target}", remedy=remedy)
     return digest
+
+
+def _manifest_sha256(target: Path) -> str | None:
+    """The sha256 that the manifest of `target` records; None when there is none or it
+    cannot be read."""
+    return _recorded_sha256(target) if manifest_path(target).is_file() else None
 
 
 def _recorded_sha256(target: Path) -> str | None:

@@ -13,6 +13,16 @@ its ids stay on disk until a batch asks for them. A later call finds the record 
 files (`seq2seq.data.record`, keyed by the corpus content and the settings) and opens them
 without reading the corpus again, so start-up time does not grow with it.
 
+Those files are checked before they are used: each one's size and a hash of sampled
+blocks against the record, then every id against its side's vocabulary and every offset
+for order (`seq2seq.data.record`, `seq2seq.data.arrays.open_ragged`). A damaged one is
+removed (its model, or its whole encoding cache) and prepared again from the corpus, with
+a warning naming it; with `data.rebuild=false` a DamagedCacheError (a CorpusError: one
+line on the command line) names it instead, and nothing is removed or used. Temporaries
+left by a preparation killed mid-write (`*.<pid>[.<random>].part`, in `prepared/<name>/`
+and `raw/`) are removed by the next one, holding the folder's lock, when their process is
+gone.
+
 Everything written goes to `<root>/prepared/<name>/`: the split text files
 (`train.zh`, `train.en`, ...), the subword models `spm_<lang>_<hash>.model` and the encoded
 splits `encoded_<split>_<hash>/`, both cached by a hash of their inputs, so a second call
@@ -38,6 +48,8 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import re
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -65,10 +77,14 @@ from seq2seq.data.hashsplit import (
     assign_splits,
 )
 from seq2seq.data.record import (
+    DamagedCacheError,
     PreparationRecord,
+    check_files,
+    check_reusable,
     load_record,
     record_key,
     record_path,
+    recorded_files,
     save_record,
     text_state,
 )
@@ -86,6 +102,9 @@ log = logging.getLogger(__name__)
 
 SPLITS = ("train", "valid", "test")
 MAX_AUTO_WORKERS = 8  # data.encode_workers=null: the usable cores, at most this many
+# What an interrupted write leaves: `<name>.<pid>.<random>.part` (fetch.temporary_beside,
+# the split files, the record, an encoding cache folder) or `<name>.<pid>.part` (a model)
+TEMPORARY_NAME = re.compile(r".+?\.(\d+)(?:\.[0-9a-f]{8})?\.part")
 
 
 @dataclass
@@ -136,11 +155,14 @@ def prepare(cfg: DataConfig | Mapping[str, Any]) -> PreparedData:
 def _prepare_parallel(cfg: DataConfig) -> PreparedData:
     root = Path(cfg.root)
     folder = root / "prepared" / cfg.name
+    with folder_lock(root / "raw"):  # released before fetching, which takes it again
+        remove_stale_temporaries(root / "raw")
     corpus_path, corpus_sha256 = fetch_verified(
         cfg.url, cfg.member or None, root=root, sha256=cfg.sha256
     )
     key = record_key(cfg, corpus_sha256)
     with folder_lock(folder):
+        remove_stale_temporaries(folder)
         record = load_record(folder, key)
         opened = _open_recorded(cfg, folder, record) if record is not None else None
         if record is None or opened is None:
@@ -158,29 +180,131 @@ Opened = tuple[SubwordTokenizer, SubwordTokenizer, dict[str, ParallelData]]
 
 
 def _open(cfg: DataConfig, folder: Path, record: PreparationRecord) -> Opened:
-    """The tokenizers and the encoded splits a record names (train lazily)."""
+    """The tokenizers and the encoded splits a record names (train lazily), every id
+    checked against its side's vocabulary and every offset for order."""
     src_tokenizer, tgt_tokenizer = _load_tokenizers(cfg, folder, record.models)
+    vocab_sizes = (src_tokenizer.vocab_size, tgt_tokenizer.vocab_size)
     encoded = {
-        name: open_encoded(folder / cache, lazy=name == "train")
+        name: open_encoded(folder / cache, lazy=name == "train", vocab_sizes=vocab_sizes)
         for name, cache in record.encoded.items()
     }
     return src_tokenizer, tgt_tokenizer, encoded
 
 
 def _open_recorded(cfg: DataConfig, folder: Path, record: PreparationRecord) -> Opened | None:
-    """`_open`, or None (with a warning) when a recorded file cannot be read: the
-    preparation then runs again and re-encodes a damaged cache."""
+    """`_open` once the recorded files match the record (`check_files`), or None when one
+    is damaged: with data.rebuild (the default) a warning names it, it is removed, and the
+    preparation runs again from the corpus; with data.rebuild=false DamagedCacheError
+    stops, naming it (one line), and nothing is removed."""
     try:
-        return _open(cfg, folder, record)
-    except (OSError, ValueError, KeyError) as error:  # ArrayFileError is a ValueError
-        log.warning("cannot open the prepared files in %s (%s); preparing again", folder, error)
+        damaged = check_files(folder, record)
+        if damaged:
+            raise _damaged(cfg, folder, damaged)
+        try:
+            return _open(cfg, folder, record)
+        except (OSError, ValueError, KeyError) as error:  # ArrayFileError, SubwordModelError
+            raise _damaged(cfg, folder, [(_at_fault(folder, error), str(error))]) from error
+    except DamagedCacheError as error:
+        if not cfg.rebuild:
+            raise
+        log.warning("%s; preparing it again from the corpus", error)
+        names = [name for name, _ in error.damaged]
+        # an error naming no file: every encoding cache (a damaged model is always named,
+        # by its hash or by the error loading it)
+        _remove_damaged(folder, list(record.encoded.values()) if "." in names else names)
         return None
+
+
+def _remove_damaged_reusable(cfg: DataConfig, folder: Path) -> None:
+    """Before preparing: a model or an encoding cache that a record of the folder (for
+    other settings, or before the key changed) holds another hash for would be reused by
+    name; removed with a warning (with data.rebuild=false: DamagedCacheError)."""
+    damaged = check_reusable(folder)
+    if not damaged:
+        return
+    error = _damaged(cfg, folder, damaged)
+    if not cfg.rebuild:
+        raise error
+    log.warning("%s; preparing it again from the corpus", error)
+    _remove_damaged(folder, [name for name, _ in damaged])
+
+
+def _damaged(cfg: DataConfig, folder: Path, damaged: list[tuple[str, str]]) -> DamagedCacheError:
+    """The error naming each damaged file (and, with data.rebuild=false, what to do)."""
+    files = "; ".join(
+        f"{folder / name}: {' '.join(reason.removeprefix(f'{folder / name}: ').split())}"
+        for name, reason in damaged
+    )
+    message = f"damaged prepared file{'s' if len(damaged) > 1 else ''} ({files})"
+    if not cfg.rebuild:
+        message += (
+            "; data.rebuild=false: stopping rather than using it (data.rebuild=true, the "
+            "default, prepares it again from the corpus)"
+        )
+    return DamagedCacheError(message, folder, damaged)
+
+
+def _at_fault(folder: Path, error: Exception) -> str:
+    """The file (relative to `folder`) an error of opening names, else the folder itself."""
+    path = getattr(error, "path", None) or getattr(error, "filename", None)
+    try:
+        return str(Path(path).resolve().relative_to(folder.resolve()))
+    except (TypeError, ValueError):
+        return "."
+
+
+def _remove_damaged(folder: Path, names: list[str]) -> None:
+    """Remove what the damaged files belong to, so that preparing again does not reuse
+    it: a whole encoding cache folder, or a top-level file (a model; a split text, which
+    is written again anyway)."""
+    for name in names:
+        top = folder / Path(name).parts[0]
+        if top == folder:
+            continue
+        if top.is_dir():
+            shutil.rmtree(top, ignore_errors=True)
+        else:
+            top.unlink(missing_ok=True)
+
+
+def remove_stale_temporaries(folder: Path) -> None:
+    """Remove what writes interrupted by a kill left in `folder` (its own entries only,
+    `TEMPORARY_NAME`): files and encoding cache folders whose writing process is gone.
+
+    Call it holding the folder's lock (`folder_lock`): then no other preparation is writing
+    there. A temporary whose process is alive is kept all the same (where the platform has
+    no lock, or that process is not a preparation but took the pid of a dead one: it goes
+    at a later run); a process we may not signal counts as alive."""
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        match = TEMPORARY_NAME.fullmatch(path.name)
+        if match is None or _process_alive(int(match.group(1))):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        log.info("removed %s, left by an interrupted preparation", path)
+
+
+def _process_alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # not a process id we could have written: leave it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
 
 
 def _prepare_files(cfg: DataConfig, corpus_path: Path, folder: Path) -> PreparationRecord:
     """Split, train (or reuse) the subword models, encode (or reuse): every file written,
     and their record."""
     langs = (cfg.src_lang, cfg.tgt_lang)
+    _remove_damaged_reusable(cfg, folder)
     stats, split = _split_corpus(cfg, corpus_path, folder)
     tokenizers = _subword_tokenizers(cfg, folder)
     workers = _encode_workers(cfg)
@@ -189,11 +313,16 @@ def _prepare_files(cfg: DataConfig, corpus_path: Path, folder: Path) -> Preparat
         paths = (folder / f"{name}.{langs[0]}", folder / f"{name}.{langs[1]}")
         encoded[name] = encode_split(paths, *tokenizers, folder, name, workers=workers).name
     texts = [f"{name}.{lang}" for name in SPLITS for lang in langs]
+    models = [_model_file(model) for model in tokenizers]
+    cache_files = [
+        f"{cache}/{path.name}" for cache in encoded.values() for path in (folder / cache).iterdir()
+    ]
     return PreparationRecord(
         corpus_summary=_corpus_summary(stats, split),
         texts={text: text_state(folder / text) for text in texts},
-        models=[_model_file(model) for model in tokenizers],
+        models=models,
         encoded=encoded,
+        files=recorded_files(folder, [*texts, *models, *cache_files]),
     )
 
 
@@ -270,6 +399,7 @@ def _clean_pairs(cfg: DataConfig, corpus_path: Path, stats: CorpusStats) -> Iter
         num_columns=cfg.num_columns,
         max_malformed_share=cfg.max_malformed_share,
         max_member_bytes=cfg.max_member_bytes,
+        max_line_bytes=cfg.max_line_bytes,
         **_converters(cfg),
     )
     if cfg.max_pairs is None:

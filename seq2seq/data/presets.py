@@ -28,6 +28,7 @@ CONFIG_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 CHECKPOINT_DATA_FIELDS = (
     "traditional_to_simplified",
     "max_malformed_share",
+    "max_line_bytes",
     "max_pairs",
     "seed",
     "valid_size",

@@ -80,6 +80,15 @@ class VocabularySizeError(CorpusError):
         self.largest = largest
 
 
+class SubwordModelError(CorpusError):
+    """A cached subword model file that sentencepiece cannot load (damaged, cut short), or
+    one without the project's special ids; `path` is the file."""
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 @dataclass(frozen=True)
 class SentenceSample:
     """Train on at most `size` sentences, drawn at random with `seed`, when the text has more."""
@@ -195,9 +204,9 @@ class SubwordTokenizer:
         """
         settings = spm_settings(vocab_size, model_type, text_langs or [lang])
         path, rows = model_path(folder, lang, texts, settings, sample)
-        if path.is_file():
+        if (cached := cls._reuse(path, lang)) is not None:
             log.info("reusing the subword model %s", path)
-            return cls.load(path, lang)
+            return cached
         if vocab_cap:
             return cls._train_capped(texts, settings, lang, path, vocab_key, sample)
         model = _train_model(sampled(texts, rows), settings, lang, vocab_key)
@@ -220,9 +229,9 @@ class SubwordTokenizer:
         asked_size = int(asked["vocab_size"])
         start = {**asked, "vocab_size": min(_noted_size(note) or asked_size, asked_size)}
         capped_path, rows = model_path(path.parent, lang, texts, start, sample)
-        if capped_path.is_file():
+        if (cached := cls._reuse(capped_path, lang)) is not None:
             log.info("reusing the subword model %s (capped, %s)", capped_path, note.name)
-            return cls.load(capped_path, lang)
+            return cached
         used, model = _train_largest(texts, rows, start, lang, vocab_key)
         used_path = model_path(path.parent, lang, texts, used, sample)[0]
         _cache_model(used_path, model)
@@ -233,7 +242,29 @@ class SubwordTokenizer:
 
     @classmethod
     def load(cls, path: Path | str, lang: str) -> SubwordTokenizer:
-        return cls.from_bytes(Path(path).read_bytes(), lang, Path(path))
+        """The model cached in `path`; SubwordModelError naming it when it cannot be loaded
+        (sentencepiece's own error is a RuntimeError with no file name)."""
+        path = Path(path)
+        data = path.read_bytes()
+        try:
+            return cls.from_bytes(data, lang, path)
+        except (RuntimeError, ValueError) as error:
+            reason = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+            raise SubwordModelError(
+                f"{path}: not a usable sentencepiece model ({reason})", path
+            ) from error
+
+    @classmethod
+    def _reuse(cls, path: Path, lang: str) -> SubwordTokenizer | None:
+        """The cached model at `path`, or None (trained again) when there is none or it
+        cannot be loaded (a warning names it; the new model replaces it)."""
+        if not path.is_file():
+            return None
+        try:
+            return cls.load(path, lang)
+        except SubwordModelError as error:
+            log.warning("%s; training it again", error)
+            return None
 
     @classmethod
     def from_bytes(cls, data: bytes, lang: str, path: Path | None = None) -> SubwordTokenizer:

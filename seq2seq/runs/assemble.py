@@ -32,6 +32,7 @@ from seq2seq.checkpoint import (
     load_resumable,
     tokenizer_payload,
 )
+from seq2seq.checkpoint_config import check_known_keys
 from seq2seq.data.config import DataConfig
 from seq2seq.data.prepare import PreparedData, prepare
 from seq2seq.decoding import SearchSettings
@@ -43,6 +44,7 @@ from seq2seq.runs.folder import (
     run_folder_lock,
 )
 from seq2seq.settings_checks import check_settings
+from seq2seq.sizing import Vocabulary, check_size_limit, check_state_shapes, configured_vocabulary
 from seq2seq.training import distributed
 from seq2seq.training.hooks import ValidationHook
 from seq2seq.training.logger import RunLogger
@@ -125,8 +127,19 @@ def assemble_trainer(
     return trainer
 
 
+def check_startup(cfg: DictConfig) -> None:
+    """What is checked before any data is prepared, folder made or tensor allocated: keys
+    no schema knows (`+trainer.typo=1`), out-of-range values, position tables too short for
+    `data.max_len`, and a model above `model.max_parameters` (measured on the meta device);
+    each a ConfigError naming the key."""
+    check_known_keys(cfg)
+    check_settings(cfg)
+    check_size_limit(cfg, configured_vocabulary(data_config(cfg)))
+
+
 def check_compatible(payload: dict, cfg: DictConfig, data: PreparedData, path: Path) -> None:
-    """Refuse a checkpoint whose architecture or vocabulary differs from the config."""
+    """Refuse a checkpoint whose architecture, vocabulary or weights' shapes differ from
+    the config."""
     current = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     differences = architecture_differences(payload["config"], current)
     for side, saved in payload["tokenizers"].items():
@@ -138,6 +151,11 @@ def check_compatible(payload: dict, cfg: DictConfig, data: PreparedData, path: P
         raise CheckpointError(
             f"checkpoint {path} does not match the configuration:\n  " + "\n  ".join(differences)
         )
+    vocab = Vocabulary(data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
+    try:
+        check_state_shapes(cfg, vocab, payload["model"])
+    except ConfigError as error:
+        raise CheckpointError(f"checkpoint {path}: {error}") from error
 
 
 def validation_hooks(cfg: DictConfig, data: PreparedData) -> list[ValidationHook]:
@@ -158,7 +176,7 @@ def train_and_test(cfg: DictConfig, run_dir: Path, outputs_root: Path | None = N
 
     Under `torchrun` every rank calls this (see `seq2seq.training.distributed`); rank 0's
     run folder is used by all, and only rank 0 returns the results (the others `{}`)."""
-    check_settings(cfg)  # out-of-range values stop here, naming the key
+    check_startup(cfg)  # unknown keys, out-of-range values, oversized models stop here
     ranks = distributed.from_environment()
     device = distributed.rank_device(select_device(cfg.trainer.device), ranks)
     distributed.start(ranks, device)

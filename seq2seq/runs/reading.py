@@ -6,6 +6,10 @@ A run folder holds `.hydra/config.yaml` (the composed config), `results.json` (w
 a folder of run folders, named by Hydra `<job number>_<overrides>`. Runs whose configs
 differ only in `trainer.seed` are one configuration (`group_by_configuration`): `make
 compare` trains each configuration with several seeds.
+
+The readers validate what they read: a file that is not text, not JSON or YAML, or not
+what training writes there raises `RunReadError`, whose message starts with the file's
+path, and a caller that reads many runs reports it in one line and leaves the run out.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from seq2seq.runs.folder import RESULTS_NAME
@@ -29,6 +34,15 @@ RUN_CONFIG = ".hydra/config.yaml"
 RUN_OVERRIDES = ".hydra/overrides.yaml"
 BEST_CHECKPOINT = "checkpoints/best.pt"
 ONLY_SCALARS = {"scalars": 0, "images": 1, "tensors": 1, "histograms": 1, "audio": 1}
+RESULT_INTEGERS = ("parameters", "steps", "best_step", "epochs")  # results.json figures
+RESULT_NUMBERS = ("valid_best_bleu", "train_minutes", "train_tflop")
+TEST_NUMBERS = ("bleu", "chrf")  # of results.json's `test`
+CONFIG_GROUPS = ("encoder", "decoder", "attention", "data")  # what naming a run reads
+
+
+class RunReadError(ValueError):
+    """A file of a run folder that cannot be read: not text, not JSON or YAML, or not what
+    training writes there. The message starts with the file's path."""
 
 
 # ---------------------------------------------------------------- finding runs
@@ -76,26 +90,121 @@ def find_checkpoints(folders: list[Path]) -> list[Path]:
 
 
 def read_results(run_dir: Path) -> dict[str, Any]:
-    """The run's `results.json`; {} while it has none (still running, or crashed)."""
+    """The run's `results.json`; {} while it has none (still running, or crashed).
+    RunReadError when it is empty, not JSON, not an object, or a figure has the wrong type."""
     path = run_dir / RESULTS_NAME
     if not path.is_file():
         return {}
+    text = read_text(path)
+    if not text.strip():
+        raise RunReadError(f"{path}: empty file (the run stopped while writing it?)")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        found = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON ({error})") from error
+        raise RunReadError(f"{path}: not valid JSON, truncated? ({error})") from error
+    check_results(found, path)
+    return found
+
+
+def check_results(found: Any, path: Path) -> None:
+    """RunReadError unless `found` is an object whose figures (those `compare.py` tables)
+    are numbers or null and whose `test` is an object."""
+    if not isinstance(found, dict):
+        raise RunReadError(f"{path}: not a JSON object (got {kind_of(found)})")
+    test = found.get("test")
+    if test is not None and not isinstance(test, dict):
+        raise RunReadError(f"{path}: test must be an object, got {kind_of(test)}")
+    figures = [(key, found.get(key), key in RESULT_INTEGERS)
+               for key in RESULT_INTEGERS + RESULT_NUMBERS]  # fmt: skip
+    figures += [(f"test.{key}", (test or {}).get(key), False) for key in TEST_NUMBERS]
+    for name, value, integral in figures:
+        kinds = (int,) if integral else (int, float)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
+            wanted = "an integer" if integral else "a number"
+            raise RunReadError(f"{path}: {name} must be {wanted}, got {value!r}")
 
 
 def read_config(run_dir: Path) -> DictConfig:
-    """The composed config the run was started with (`.hydra/config.yaml`)."""
-    return OmegaConf.load(run_dir / RUN_CONFIG)  # type: ignore[return-value]
+    """The composed config the run was started with (`.hydra/config.yaml`). RunReadError
+    when it is not a YAML mapping that resolves, holds the model's settings and an integer
+    `trainer.seed` (or none)."""
+    path = run_dir / RUN_CONFIG
+    text = read_text(path)
+    try:
+        shape = yaml.safe_load(text)
+        config = OmegaConf.create(text)
+    except (yaml.YAMLError, OmegaConfBaseException) as error:
+        raise RunReadError(f"{path}: not valid YAML ({first_line(error)})") from error
+    if not isinstance(shape, dict) or not isinstance(config, DictConfig):
+        raise RunReadError(f"{path}: not a YAML mapping (got {kind_of(shape)})")
+    check_config(config, path)
+    return config
+
+
+def check_config(config: DictConfig, path: Path) -> None:
+    """RunReadError unless the config resolves, describes a model (`describe_run`) and
+    has an integer `trainer.seed` or none."""
+    try:
+        OmegaConf.to_container(config, resolve=True)
+    except OmegaConfBaseException as error:
+        raise RunReadError(f"{path}: cannot be resolved ({first_line(error)})") from error
+    for group in CONFIG_GROUPS:
+        if not isinstance(config.get(group), DictConfig):
+            raise RunReadError(f"{path}: not a run's config: no {group} settings")
+    try:
+        describe_run(config)
+    except (KeyError, TypeError, ValueError) as error:
+        raise RunReadError(f"{path}: does not describe a model ({error})") from error
+    trainer = config.get("trainer")
+    seed = trainer.get("seed") if isinstance(trainer, DictConfig) else None
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise RunReadError(f"{path}: {SEED_KEY} must be an integer, got {seed!r}")
+
+
+def read_overrides(run_dir: Path) -> list[str]:
+    """The run's command-line overrides (`.hydra/overrides.yaml`); [] when it has none.
+    RunReadError when the file is not a YAML list of overrides."""
+    path = run_dir / RUN_OVERRIDES
+    if not path.is_file():
+        return []
+    try:
+        found = yaml.safe_load(read_text(path))
+    except yaml.YAMLError as error:
+        raise RunReadError(f"{path}: not valid YAML ({first_line(error)})") from error
+    if not isinstance(found, list) or any(isinstance(item, (list, dict)) for item in found):
+        raise RunReadError(f"{path}: not a YAML list of overrides (got {kind_of(found)})")
+    return [str(item) for item in found]
 
 
 def command_line_choice(run_dir: Path, group: str) -> str | None:
     """The last `group=<option>` of the run's command line (`.hydra/overrides.yaml`)."""
-    overrides = OmegaConf.load(run_dir / RUN_OVERRIDES)
+    overrides = read_overrides(run_dir)
     choices = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == group]
     return choices[-1] if choices else None
+
+
+def read_text(path: Path) -> str:
+    """A run file's UTF-8 text; RunReadError when it cannot be read or is not UTF-8."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as error:
+        raise RunReadError(f"{path}: cannot be read ({error.strerror or error})") from error
+    except UnicodeDecodeError as error:
+        raise RunReadError(f"{path}: not UTF-8 text (byte {error.start})") from error
+
+
+def kind_of(value: Any) -> str:
+    """What a parsed JSON or YAML value is, for a message: `a list`, `nothing`."""
+    if value is None:
+        return "nothing"
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+             list: "a list", dict: "a mapping"}  # fmt: skip
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def first_line(error: Exception) -> str:
+    """The first line of an error's message (YAML and OmegaConf errors span several)."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 @dataclass
@@ -186,14 +295,24 @@ def run_titles(runs: list[Path], configs: list[Any]) -> list[str]:
     return [" · ".join(f"{key}={d.get(key, '-')}" for key in keys) for d in descriptions]
 
 
-def best_choice(sweep_dir: Path, group: str) -> str:
+def best_choice(
+    sweep_dir: Path, group: str, unreadable: list[RunReadError] | None = None
+) -> str:
     """The `group=<option>` command-line choice with the best valid BLEU in the sweep, the
     mean over its finished runs (its seeds; `make compare` picks sweep B's attention this
-    way: by validation, never by test). A tie goes to the option met first in job order."""
+    way: by validation, never by test). A tie goes to the option met first in job order.
+    A run whose files cannot be read raises RunReadError or, given the list `unreadable`,
+    is added to it and left out."""
     scored: dict[str, list[float]] = {}
     for run in find_runs(sweep_dir):
-        valid_bleu = read_results(run).get("valid_best_bleu")
-        choice = command_line_choice(run, group)
+        try:
+            valid_bleu = read_results(run).get("valid_best_bleu")
+            choice = command_line_choice(run, group)
+        except RunReadError as error:
+            if unreadable is None:
+                raise
+            unreadable.append(error)
+            continue
         if valid_bleu is not None and choice is not None:
             scored.setdefault(choice, []).append(valid_bleu)
     if not scored:

@@ -29,6 +29,7 @@ from seq2seq.search.common import (
     Hypothesis,
     PartialOutputs,
     check_search_inputs,
+    decoder_positions,
     ended_hypotheses,
     gnmt_length_penalty,
     max_output_lengths,
@@ -62,7 +63,7 @@ def beam_search(
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best must be between 1 and beam_size={beam_size}, got {n_best}")
-    max_lens = max_output_lengths(src_mask, max_len_a, max_len_b)  # (batch,)
+    max_lens = max_output_lengths(src_mask, max_len_a, max_len_b, decoder_positions(model))
     beams = _start(model, src, src_mask, beam_size, max_lens)
     finished = FinishedHypotheses(src.size(0), beam_size, length_penalty)
     for step in range(int(max_lens.max()) + 1):

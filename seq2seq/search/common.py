@@ -74,10 +74,22 @@ def check_search_inputs(
         raise ValueError(f"max_len_a and max_len_b must be >= 0, got {max_len_a}, {max_len_b}")
 
 
-def max_output_lengths(src_mask: torch.Tensor, max_len_a: float, max_len_b: float) -> torch.Tensor:
-    """Most output tokens (EOS not counted) per sentence: floor(a · real_src_len + b), (batch,)."""
+def max_output_lengths(
+    src_mask: torch.Tensor, max_len_a: float, max_len_b: float, positions: int | None = None
+) -> torch.Tensor:
+    """Most output tokens (EOS not counted) per sentence: floor(a · real_src_len + b), (batch,),
+    and at most `positions - 1` when the decoder has a position table of `positions` rows
+    (step t reads position t: BOS and the tokens before the forced EOS)."""
     src_lengths = src_mask.sum(dim=1).to(torch.float64)  # (batch,)
-    return torch.floor(max_len_a * src_lengths + max_len_b).long()
+    lengths = torch.floor(max_len_a * src_lengths + max_len_b).long()
+    return lengths if positions is None else lengths.clamp(max=positions - 1)
+
+
+def decoder_positions(model) -> int | None:
+    """The rows of the decoder's position table (Transformer, ConvS2S), or None (RNNs)."""
+    table = getattr(getattr(model, "decoder", None), "positions", None)
+    rows = getattr(table, "max_positions", None)
+    return rows if isinstance(rows, int) else None
 
 
 def restrict_choices(log_probs: torch.Tensor, at_max_len: torch.Tensor) -> torch.Tensor:

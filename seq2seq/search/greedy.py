@@ -9,6 +9,7 @@ from seq2seq.search.common import (
     Hypothesis,
     PartialOutputs,
     check_search_inputs,
+    decoder_positions,
     ended_hypotheses,
     max_output_lengths,
     restrict_choices,
@@ -34,7 +35,7 @@ def greedy_search(
     """
     check_search_inputs(src, src_mask, max_len_a, max_len_b)
     state = model.init_decoder_state(model.encode(src, src_mask))
-    max_lens = max_output_lengths(src_mask, max_len_a, max_len_b)  # (batch,)
+    max_lens = max_output_lengths(src_mask, max_len_a, max_len_b, decoder_positions(model))
     sentence_ids = torch.arange(
         src.size(0), device=src.device
     )  # (rows,) input row of each active row

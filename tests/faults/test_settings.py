@@ -15,7 +15,7 @@ import pytest
 from helpers import TINY_TOY, compose_config
 
 from seq2seq.build import ConfigError
-from seq2seq.runs.assemble import train_and_test
+from seq2seq.runs.assemble import check_startup, train_and_test
 from seq2seq.settings_checks import check_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -54,6 +54,12 @@ BAD_VALUES = [
     "decoder.hidden_size=-1",
     "encoder.num_layers=0",
     "decoder.num_layers=0",
+    "encoder.num_layers=100000",
+    "decoder.num_layers=100000",
+    "model.max_parameters=0",
+    "trainer.device=meta",
+    "trainer.device=mps",
+    "trainer.device=cuda:x",
     "encoder.dropout=1.0",
     "decoder.dropout=-0.1",
     "attention.heads=0",
@@ -72,7 +78,7 @@ TRANSFORMER = ["encoder=transformer", "decoder=transformer", "encoder.hidden_siz
 
 
 def key_of(override: str) -> str:
-    return override.split("=", 1)[0]
+    return override.split("=", 1)[0].lstrip("+")
 
 
 @pytest.mark.parametrize("override", BAD_VALUES)
@@ -109,10 +115,51 @@ def test_good_values_pass(overrides):
 )
 def test_every_preset_passes(experiment):
     """No false alarm on the configurations the project ships."""
-    check_settings(compose_config([f"+experiment={experiment}"]))
+    check_startup(compose_config([f"+experiment={experiment}"]))
 
 
-@pytest.mark.parametrize("override", ["trainer.accumulate=0"])
+# Keys no schema knows, added with `+`: Hydra accepts them and the run ignored them.
+UNKNOWN_KEYS = [
+    ("+trainer.typo=1", "trainer.typo", "closest known: trainer."),
+    ("+trainer.max_step=50", "trainer.max_step", "did you mean trainer.max_steps?"),
+    ("+encoder.hiden_size=8", "encoder.hiden_size", "did you mean encoder.hidden_size?"),
+    ("+trainer.test_search.beam=2", "trainer.test_search.beam", "trainer.test_search.beam_size"),
+    ("+traner.seed=3", "traner", "did you mean trainer?"),
+]
+
+
+@pytest.mark.parametrize("override, key, hint", UNKNOWN_KEYS, ids=[u[0] for u in UNKNOWN_KEYS])
+def test_unknown_key_is_refused_naming_its_closest_name(override, key, hint, tmp_path):
+    cfg = compose_config(QUICK + [override])
+    with pytest.raises(ConfigError) as refused:
+        train_and_test(cfg, tmp_path / "run", outputs_root=tmp_path)
+    assert str(refused.value).startswith(f"{key}: ") and hint in str(refused.value)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "overrides, key",
+    [(TRANSFORMER + ["data=tatoeba_zh_en", "data.max_len=1000000", "data.max_tokens=2000000"],
+      "encoder.max_positions"),
+     (TRANSFORMER + ["decoder.max_positions=12"], "decoder.max_positions"),
+     (["encoder=cnn", "decoder=cnn", "attention=dot", "encoder.max_positions=5"],
+      "encoder.max_positions")],
+    ids=["max_len_1M", "toy_decoder_12", "cnn_encoder_5"],
+)  # fmt: skip
+def test_position_table_shorter_than_max_len_is_refused(overrides, key, tmp_path):
+    """The toy task's sequences take toy_max_len + 1 = 13 positions; a 1 MB line with
+    data.max_len=1000000 used to end in a traceback after 350,000 positions."""
+    cfg = compose_config(QUICK + overrides + [f"data.root={tmp_path / 'data'}"])
+    with pytest.raises(ConfigError, match=rf"^{key}=\d+ is smaller than"):
+        train_and_test(cfg, tmp_path / "run", outputs_root=tmp_path)
+    assert not (tmp_path / "data").exists()
+
+
+def test_position_table_that_just_fits_passes():
+    check_startup(compose_config(QUICK + TRANSFORMER + ["decoder.max_positions=13"]))
+
+
+@pytest.mark.parametrize("override", ["trainer.accumulate=0", "+trainer.typo=1"])
 def test_command_line_exits_2_with_one_error_line(override, tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "seq2seq.cli.train", "data=toy_copy", override,
