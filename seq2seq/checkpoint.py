@@ -4,6 +4,11 @@ A checkpoint is a plain dict of tensors, numbers, strings and bytes, loaded with
 `torch.load(weights_only=True)`, so opening one never runs code. It carries everything
 a run needs to continue (model, optimiser, schedule, progress, RNG states) and everything
 a user needs to translate (the config and the sentencepiece models as bytes).
+
+Optional keys that validation hooks add (`HOOK_KEYS`, see `seq2seq.training.hooks`) are kept
+across a resume. `alignment_choice` is the attention layer and head that aligned best on the
+valid gold pairs (`AlignmentChoice`); like all of a checkpoint it is untrusted data, so it is
+read only through `checked_alignment_choice`.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import io
 import logging
 import os
 import random
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +31,80 @@ REQUIRED_KEYS = ("format", "model", "config", "tokenizers", "progress")
 ARCHITECTURE_SECTIONS = ("encoder", "decoder", "attention", "model")
 # Keys of those sections that do not shape the model: a resume may change them.
 NOT_ARCHITECTURE = ("model.max_parameters",)
+ALIGNMENT_CHOICE_KEY = "alignment_choice"
+# Payload keys a validation hook may add; the trainer keeps them across a resume.
+HOOK_KEYS = (ALIGNMENT_CHOICE_KEY,)
+MAX_STEP = 2**62  # a step beyond this is not one a run reached
 log = logging.getLogger(__name__)
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint that is missing, unreadable or does not fit the configuration."""
+
+
+@dataclass(frozen=True)
+class AlignmentChoice:
+    """The attention that aligned best on the valid gold pairs at one validation: `layer`
+    and `head` counted from 0 (head None: the layer's head mean), its AER and the step."""
+
+    layer: int
+    head: int | None
+    aer: float
+    step: int
+
+    def as_payload(self) -> dict[str, Any]:
+        """Plain data for the checkpoint (`checked_alignment_choice` reads it back)."""
+        return asdict(self)
+
+
+def checked_alignment_choice(value: Any, shape: tuple[int, int] | None) -> AlignmentChoice:
+    """A stored `alignment_choice` as an AlignmentChoice, for a model whose cross-attention
+    has `shape` = (layers, heads) (None: no attention). CheckpointError, one line naming the
+    key, for anything else: not a dict of exactly layer, head, aer and step; a layer or head
+    that is not a plain int the model has; an AER outside [0, 1]; a step outside 0..2^62."""
+    key = ALIGNMENT_CHOICE_KEY
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{key}: expected a dict, got {_shown(value)}")
+    names = {"layer", "head", "aer", "step"}
+    if set(value) != names:
+        missing = ", ".join(sorted(names - set(value))) or "none"
+        raise CheckpointError(
+            f"{key}: expected exactly the entries aer, head, layer and step "
+            f"(missing: {missing}; {len(set(value) - names)} other entries)"
+        )
+    if shape is None:
+        raise CheckpointError(f"{key}: the model has no attention weights (attention=none)")
+    layers, heads = shape
+    head = value["head"]
+    return AlignmentChoice(
+        layer=_int_in(value["layer"], layers - 1, f"{key}.layer", " (the model's layers)"),
+        head=None if head is None else _int_in(head, heads - 1, f"{key}.head", " (its heads)"),
+        aer=_aer(value["aer"], f"{key}.aer"),
+        step=_int_in(value["step"], MAX_STEP, f"{key}.step"),
+    )
+
+
+def _int_in(value: Any, high: int, key: str, meaning: str = "") -> int:
+    """A plain int (not a bool) in 0..high; else CheckpointError naming `key`."""
+    if type(value) is not int or not 0 <= value <= high:
+        raise CheckpointError(f"{key}: expected an int in 0..{high}{meaning}, got {_shown(value)}")
+    return value
+
+
+def _aer(value: Any, key: str) -> float:
+    """A plain number in [0, 1] (NaN is not); else CheckpointError naming `key`."""
+    if type(value) not in (int, float) or not 0 <= value <= 1:
+        raise CheckpointError(f"{key}: expected a number in [0, 1], got {_shown(value)}")
+    return float(value)
+
+
+def _shown(value: Any) -> str:
+    """A short, one-line account of an untrusted value: its type, or a small number."""
+    if type(value) in (int, float) and abs(value) < 1e9:
+        return repr(value)
+    if type(value) is int:
+        return "an int of more than 9 digits"
+    return f"a {type(value).__name__}"
 
 
 def previous_path(path: Path) -> Path:

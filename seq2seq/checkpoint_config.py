@@ -13,8 +13,10 @@ accepted only when:
   classes of that group (`seq2seq.config.buildable_classes`), whose schema it is then
   merged into: a key the schema lacks or a value of the wrong type is refused;
 - every other section merges into its schema (`DataConfig`, `ModelConfig`,
-  `TrainerConfig`, `LoggingConfig`), the data section passes `DataConfig.validate`, and
-  the whole passes the range checks of training (`seq2seq.settings_checks`).
+  `TrainerConfig`, `LoggingConfig`, `AlignmentConfig`), the data section passes
+  `DataConfig.validate`, and the whole passes the range checks of training
+  (`seq2seq.settings_checks`). A checkpoint written before a section existed
+  (`alignment`) gets that section's defaults.
 
 Every refusal is one `ConfigError` whose message starts with the offending key
 (`encoder.dropout: ...`).
@@ -34,6 +36,7 @@ from seq2seq.build import ConfigError, allowed_target
 from seq2seq.config import (
     BUILDABLE_GROUPS,
     HYDRA_KEYS,
+    AlignmentConfig,
     LoggingConfig,
     ModelConfig,
     TrainerConfig,
@@ -48,7 +51,10 @@ FIXED_SCHEMAS: dict[str, type] = {
     "model": ModelConfig,
     "trainer": TrainerConfig,
     "logging": LoggingConfig,
+    "alignment": AlignmentConfig,
 }
+# Sections added after checkpoints were first written: one that lacks them gets the default.
+DEFAULTED_SECTIONS = ("alignment",)
 # What a model needs to be rebuilt and to translate: a checkpoint without them is refused.
 REQUIRED_SECTIONS = ("data", "encoder", "decoder", "attention", "model")
 SCALARS = (str, int, float, bool, type(None))
@@ -64,6 +70,8 @@ def validated_config(raw: Any) -> DictConfig:
     if missing:
         raise ConfigError(f"{missing[0]}: missing from the checkpoint's config")
     merged = {section: merged_section(section, value) for section, value in raw.items()}
+    for section in DEFAULTED_SECTIONS:
+        merged.setdefault(section, OmegaConf.structured(FIXED_SCHEMAS[section]))
     config = OmegaConf.create(merged)
     check_data(config.data)
     check_settings(config)

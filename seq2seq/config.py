@@ -7,10 +7,11 @@ outside an enumeration fails at start-up and names the key
 
 The schemas of the parts (encoder, decoder, attention, schedule) are those of the
 registered components (`seq2seq.registry`), each declared beside its class and stored as
-`base_<name>`; the rest (data, model, optimiser, trainer, logging) are below. A field named
-after a component group (`attention.score`, `attention.region`) holds a registered name:
-Hydra sees it as an enumeration of the group's names, so a new registered score is
-accepted with no edit here and a misspelt one fails naming the allowed values.
+`base_<name>`; the rest (data, model, optimiser, trainer, guided alignment, logging) are
+below. A field named after a component group (`attention.score`, `attention.region`)
+holds a registered name: Hydra sees it as an enumeration of the group's names, so a new
+registered score is accepted with no edit here and a misspelt one fails naming the
+allowed values.
 
 Model parts are instantiated with `hydra.utils.instantiate` from their `_target_`, and the
 builder passes the sizes that depend on other parts (embedding width, attention widths).
@@ -84,6 +85,40 @@ class TrainerConfig:
     test_search: SearchSettings = field(default_factory=SearchSettings)
 
 
+# ---------------------------------------------------------------- guided alignment
+
+ALIGNMENT_LOSSES = ("ce", "mse")
+AlignmentLoss = Enum("AlignmentLoss", {loss: loss for loss in ALIGNMENT_LOSSES})
+
+
+@dataclass
+class AlignmentConfig:
+    """`alignment=guided`: one attention layer's heads learn word links (Garg et al. 2019).
+
+    The loss adds λ·L_align to the translation loss, L_align summed over the linked target
+    positions t in the normalisation of the NLL (÷ target tokens), with p*(t, ·) the links
+    of t normalised to sum 1 and α_t the mean of the supervised heads
+    (`seq2seq.training.guidance`):
+
+        ce:  L_align = −Σ_t Σ_s p*(t, s) log max(α_t(s), ε)
+        mse: L_align =  Σ_t Σ_s (α_t(s) − p*(t, s))²
+
+    The training links come from `data.alignments` (a Pharaoh file), the toy tasks' known
+    alignment, or the statistical aligner (`seq2seq.align.guidance`)."""
+
+    guided: bool = False
+    # The supervised attention layer: counted from 0, negative from the end, clamped to the
+    # decoder's stack, so the default (the penultimate, Garg et al.) is the only layer of a
+    # one-layer stack (every RNN decoder).
+    layer: int = -2
+    heads: list[int] | None = field(default_factory=lambda: [0])  # averaged; null: every head
+    weight: float = 0.05  # λ (Garg et al. 2019: 0.05)
+    loss: AlignmentLoss = AlignmentLoss.ce
+    # Transformer decoders: the supervised attention comes from a second decoder pass
+    # without the future mask (every position sees the whole target; Garg et al. 2019).
+    full_context: bool = False
+
+
 @dataclass
 class LoggingConfig:
     tensorboard: bool = True
@@ -102,6 +137,7 @@ class TrainConfig:
     schedule: Any = MISSING
     trainer: TrainerConfig = MISSING
     logging: LoggingConfig = MISSING
+    alignment: AlignmentConfig = field(default_factory=AlignmentConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     name: str = "default"
 
@@ -114,6 +150,7 @@ FIXED_GROUPS: dict[str, dict[str, type]] = {
     "optim": {"base_optim": OptimConfig},
     "trainer": {"base_trainer": TrainerConfig},
     "logging": {"base_logging": LoggingConfig},
+    "alignment": {"base_alignment": AlignmentConfig},
 }
 
 

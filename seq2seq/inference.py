@@ -3,7 +3,9 @@
 `Translator.load(path)` rebuilds the model from the config stored in the checkpoint, after
 `seq2seq.checkpoint_config.validated_config` has checked it against the project's schemas
 and allow-list (nothing in it is built, called or interpolated beyond the project's own
-classes), and the tokenisers from their stored bytes. Every tool that loads a checkpoint
+classes), the tokenisers from their stored bytes, and the attention layer and head that
+training chose on the valid gold pairs (`alignment_choice`, checked to exist in the model;
+`seq2seq.align.defaults` turns it into alignment settings). Every tool that loads a checkpoint
 (`seq2seq-translate`, `seq2seq-evaluate`, `scripts/bench.py`,
 `scripts/compare_alignments.py`) goes through it.
 """
@@ -19,12 +21,20 @@ from typing import Any
 import torch
 
 from seq2seq.build import ConfigError, build_model
-from seq2seq.checkpoint import CheckpointError, load_checkpoint
+from seq2seq.checkpoint import (
+    ALIGNMENT_CHOICE_KEY,
+    AlignmentChoice,
+    CheckpointError,
+    checked_alignment_choice,
+    load_checkpoint,
+)
 from seq2seq.checkpoint_config import validated_config
+from seq2seq.data.batching import collate
 from seq2seq.data.tokenizer import Tokenizer, tokenizer_from_bytes
 from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.search import Hypothesis
 from seq2seq.sizing import Vocabulary, check_state_shapes
+from seq2seq.special_tokens import UNK_ID
 
 log = logging.getLogger(__name__)
 
@@ -89,11 +99,48 @@ def _as_checkpoint_error(build: Callable[[], Any], path: str | Path) -> Any:
         ) from error
 
 
+@torch.no_grad()
+def attention_shape(model: torch.nn.Module, device: torch.device) -> tuple[int, int] | None:
+    """(layers, heads) of the model's cross-attention, read from one teacher-forced pass
+    over a one-piece pair (a model in eval mode: no dropout draws); None when the model has
+    no attention weights."""
+    batch = collate([([UNK_ID], [UNK_ID])], [0]).to(device)
+    _, attention = model(batch.src, batch.src_mask, batch.tgt_in, need_weights=True)
+    return None if attention is None else (attention.size(1), attention.size(2))
+
+
+def stored_alignment_choice(
+    payload: dict, model, device, path: str | Path
+) -> AlignmentChoice | None:
+    """The checkpoint's `alignment_choice`, checked against the model's attention; None
+    when it has none (a checkpoint from before the key, or without a gold set)."""
+    value = payload.get(ALIGNMENT_CHOICE_KEY)
+    if value is None:
+        return None
+    try:
+        return checked_alignment_choice(value, attention_shape(model, device))
+    except CheckpointError as error:
+        raise CheckpointError(f"{path}: {error}") from error
+
+
 class Translator:
-    def __init__(self, model, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, config, device):
+    def __init__(
+        self,
+        model,
+        src_tokenizer: Tokenizer,
+        tgt_tokenizer: Tokenizer,
+        config,
+        device,
+        alignment_choice: AlignmentChoice | None = None,
+    ):
         self.model, self.config, self.device = model, config, device
         self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
         self.max_source_len = int(config.data.max_len)
+        self.alignment_choice = alignment_choice  # the valid-gold choice training stored
+
+    def attention_shape(self) -> tuple[int, int] | None:
+        """(layers, heads) of the model's cross-attention; None without attention."""
+        return attention_shape(self.model, self.device)
 
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device = "cpu") -> Translator:
@@ -113,7 +160,8 @@ class Translator:
         except (RuntimeError, TypeError, AttributeError) as error:
             raise CheckpointError(f"{path}: weights do not fit its own config: {error}") from error
         model.to(device).eval()
-        return cls(model, tokenizers["src"], tokenizers["tgt"], config, device)
+        choice = stored_alignment_choice(payload, model, device, path)
+        return cls(model, tokenizers["src"], tokenizers["tgt"], config, device, choice)
 
     def encode_source(self, line: str, line_number: int) -> list[int]:
         ids = self.src_tokenizer.encode(line)

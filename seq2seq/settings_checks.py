@@ -22,7 +22,9 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from seq2seq import registry
 from seq2seq.build import ConfigError, plain
+from seq2seq.config import ALIGNMENT_LOSSES
 from seq2seq.decoding import SearchSettings, SearchSettingsError
 
 # A rule returns what is wrong with a value ("must be at least 1"), or None when it is fine.
@@ -135,6 +137,27 @@ def precision_rule(value: Any) -> str | None:
     return None if value in ("auto", "bf16", "fp32") else "must be auto, bf16 or fp32"
 
 
+def heads_rule(value: Any) -> str | None:
+    """`alignment.heads`: null (every head), or distinct head indices counted from 0."""
+    if value is None:
+        return None
+    whole = at_least(0)
+    if not isinstance(value, (list, tuple)) or not value or any(whole(v) for v in value):
+        return "must be null or a non-empty list of head indices (integers >= 0)"
+    if len(set(value)) != len(value):
+        return "must not name a head twice"
+    return None
+
+
+def choice(allowed: tuple[str, ...]) -> Rule:
+    """One of the names `allowed`."""
+
+    def rule(value: Any) -> str | None:
+        return None if value in allowed else f"must be one of {', '.join(allowed)}"
+
+    return rule
+
+
 FRACTION = in_range(0.0, 1.0)  # dropouts, label smoothing: [0, 1)
 PROBABILITY = in_range(0.0, 1.0, high_open=False)  # [0, 1]
 
@@ -193,6 +216,12 @@ SECTION_RULES: dict[str, dict[str, Rule]] = {
         "device": device_rule,
         "precision": precision_rule,
     },
+    "alignment": {
+        "layer": whole_between(-MAX_LAYERS, MAX_LAYERS),
+        "heads": heads_rule,
+        "weight": non_negative_finite,
+        "loss": choice(ALIGNMENT_LOSSES),
+    },
 }
 
 
@@ -246,6 +275,45 @@ def check_positions(config: Mapping[str, Any]) -> None:
             )
 
 
+def check_guidance(config: Mapping[str, Any]) -> None:
+    """Guided alignment needs attention weights to supervise, heads that the attention
+    has and, for `alignment.full_context`, a decoder with a pass without the future mask."""
+    alignment = config.get("alignment")
+    if not isinstance(alignment, Mapping) or not alignment.get("guided"):
+        return
+    attention = _registered(config, "attention")
+    if attention is not None and attention.name == "none":
+        raise ConfigError(
+            "alignment=guided supervises attention weights, and attention=none has none: "
+            "choose an attention (attention=additive, attention=multihead, ...)"
+        )
+    heads = config["attention"].get("heads", 1) if attention is not None else None
+    chosen = alignment.get("heads") or []
+    if is_number(heads) and any(is_number(head) and head >= heads for head in chosen):
+        raise ConfigError(
+            f"alignment.heads={list(chosen)} names a head the attention lacks: it has "
+            f"{heads} (attention.heads), counted from 0"
+        )
+    decoder = _registered(config, "decoder")
+    if alignment.get("full_context") and decoder is not None:
+        if not hasattr(decoder.builder, "full_context"):
+            raise ConfigError(
+                "alignment.full_context=true needs a decoder with a pass without the future "
+                f"mask (decoder=transformer); the {decoder.name} decoder has none"
+            )
+
+
+def _registered(config: Mapping[str, Any], group: str) -> registry.Component | None:
+    """The registered component the config's `group` node names, or None."""
+    node = config.get(group)
+    if not isinstance(node, Mapping):
+        return None
+    try:
+        return registry.of_node(group, node)
+    except ValueError:  # UnknownComponent: refused elsewhere, by the allow-list
+        return None
+
+
 def check_settings(cfg: DictConfig | Mapping[str, Any]) -> None:
     """Raise ConfigError naming the first out-of-range value of a training config."""
     config = plain(cfg)
@@ -257,3 +325,4 @@ def check_settings(cfg: DictConfig | Mapping[str, Any]) -> None:
     if isinstance(trainer, Mapping) and isinstance(trainer.get("test_search"), Mapping):
         check_test_search(trainer["test_search"])
     check_positions(config)
+    check_guidance(config)

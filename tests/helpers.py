@@ -93,3 +93,13 @@ def toy_corpus_lines(
         words = rng.choices(list(LEXICON), k=length)
         lines.append(f"{' '.join(words)}.\t{''.join(LEXICON[w] for w in words)}。\tCC-BY #{index}")
     return lines
+
+
+def run_main(main, capsys, *argv: object) -> tuple[int, str, str]:
+    """A command's exit code, stdout and stderr (a usage error's SystemExit included)."""
+    try:
+        code = main([str(arg) for arg in argv])
+    except SystemExit as stop:
+        code = stop.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

@@ -16,12 +16,14 @@ from seq2seq.align.extract import (
     AlignSettings,
     Sentence,
     align_pairs,
+    as_the_model_reads,
     extract_links,
     links_from_attention,
     select_weights,
     translation_links,
     word_weights,
 )
+from seq2seq.align.gold import PARTS, as_in_corpus, gold_set
 from seq2seq.align.pharaoh import Links
 from seq2seq.data.tokenizer import SymbolTokenizer
 from seq2seq.inference import Translation, Translator
@@ -176,6 +178,29 @@ def test_align_pairs_refuses_a_model_without_attention_and_unequal_sides():
         align_pairs(toy_translator(with_attention=False), ["a"], ["a"], AlignSettings())
     with pytest.raises(ValueError, match="2 sources but 1 targets"):
         align_pairs(toy_translator(), ["a", "b"], ["a"], AlignSettings())
+
+
+@pytest.mark.parametrize(
+    ("text", "lang", "read"),
+    [
+        ("他 很 忙 。", "zh", "他很忙。"),  # pre-segmented Chinese, as the README writes it
+        ("他很忙。", "cmn", "他很忙。"),
+        ("猫 が 好き", "ja", "猫が好き"),
+        ("He is busy .", "en", "He is busy."),  # split-off punctuation
+        ("He is busy.", "en", "He is busy."),
+        ("나는 학생이다 .", "ko", "나는 학생이다."),  # Korean keeps its spaces
+        ("c b a", "toy", "c b a"),
+    ],
+)
+def test_each_side_is_read_as_the_model_was_trained(text, lang, read):
+    assert as_the_model_reads(text, lang) == read
+
+
+def test_the_shipped_gold_is_read_as_valid_aer_reads_it():
+    for part in PARTS:
+        for pair in gold_set("zh", "en", part):
+            assert as_the_model_reads(pair.source, "zh") == as_in_corpus(pair.source, "zh")
+            assert as_the_model_reads(pair.target, "en") == pair.target
 
 
 def test_translation_links_use_each_hypothesis_attention():

@@ -10,6 +10,7 @@ import random
 import sys
 
 import pytest
+from helpers import run_main
 
 from seq2seq.align.aer import corpus_counts
 from seq2seq.align.gold import GoldPair, gold_set
@@ -257,15 +258,6 @@ def test_eflomal_settings_are_checked():
 # --- the command ------------------------------------------------------------------------
 
 
-def run_main(capsys, *argv: object) -> tuple[int, str, str]:
-    try:
-        code = align_baseline.main([str(arg) for arg in argv])
-    except SystemExit as stop:
-        code = stop.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 @pytest.fixture
 def data_dir(tmp_path):
     """A tiny 'prepared corpus': 200 synthetic training pairs as train.zh and train.en."""
@@ -280,7 +272,7 @@ def data_dir(tmp_path):
 @needs_eflomal
 def test_the_command_scores_a_gold_part_and_writes_its_links(data_dir, capsys, tmp_path):
     out, scores = tmp_path / "valid.align", tmp_path / "scores.json"
-    code, stdout, err = run_main(capsys, "--data-dir", data_dir, "--src", "zh", "--tgt", "en",
+    code, stdout, err = run_main(align_baseline.main, capsys, "--data-dir", data_dir, "--src", "zh", "--tgt", "en",
                                  "--part", "valid", "--out", out, "--json", scores,
                                  "--samplers", "1", "--iterations", "0.5")  # fmt: skip
     assert code == 0, err
@@ -311,21 +303,29 @@ def test_the_command_scores_a_gold_part_and_writes_its_links(data_dir, capsys, t
     ],
 )
 def test_the_command_refuses_bad_options_in_one_line(data_dir, capsys, extra, message):
-    code, out, err = run_main(capsys, "--data-dir", data_dir, "--src", "zh", "--tgt", "en", *extra)
+    code, out, err = run_main(
+        align_baseline.main, capsys, "--data-dir", data_dir, "--src", "zh", "--tgt", "en", *extra
+    )
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("seq2seq-align-baseline: error: ")
     assert message in err
 
 
 def test_the_command_refuses_missing_or_uneven_training_files(data_dir, capsys, tmp_path):
-    code, _, err = run_main(capsys, "--data-dir", tmp_path / "none", "--src", "zh", "--tgt", "en")
+    code, _, err = run_main(
+        align_baseline.main, capsys, "--data-dir", tmp_path / "none", "--src", "zh", "--tgt", "en"
+    )
     assert code == 2 and err.count("\n") == 1 and "train.zh: No such file" in err
     (data_dir / "train.en").write_text("one line\n", encoding="utf-8")
-    code, _, err = run_main(capsys, "--data-dir", data_dir, "--src", "zh", "--tgt", "en")
+    code, _, err = run_main(
+        align_baseline.main, capsys, "--data-dir", data_dir, "--src", "zh", "--tgt", "en"
+    )
     assert code == 2 and err.count("\n") == 1 and "has 200 lines but" in err
 
 
 def test_the_command_says_in_one_line_that_eflomal_is_missing(data_dir, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "eflomal", None)
-    code, _, err = run_main(capsys, "--data-dir", data_dir, "--src", "zh", "--tgt", "en")
+    code, _, err = run_main(
+        align_baseline.main, capsys, "--data-dir", data_dir, "--src", "zh", "--tgt", "en"
+    )
     assert code == 2 and err == f"seq2seq-align-baseline: error: {MISSING}\n"

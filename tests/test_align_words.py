@@ -8,7 +8,7 @@ import unicodedata
 import pytest
 import sentencepiece as spm
 
-from seq2seq.align.words import is_character_segmented, piece_words, words
+from seq2seq.align.words import attach_punctuation, is_character_segmented, piece_words, words
 from seq2seq.data.tokenizer import SubwordTokenizer
 from seq2seq.special_tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
@@ -36,6 +36,28 @@ def test_only_unspaced_text_with_chinese_or_japanese_is_cut_into_characters():
     assert is_character_segmented("我爱中国。")
     assert not is_character_segmented("我 爱 中国 。")
     assert not is_character_segmented("Hello!")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("He is busy .", "He is busy."),  # English gold that splits punctuation off
+        ("Wait ... what ?!", "Wait... what?!"),
+        ('" Hi " , he said ( twice ) .', '" Hi ", he said (twice).'),  # straight quotes: as given
+        ("¿ Qué ?", "¿Qué?"),
+        ("He is busy.", "He is busy."),  # as the corpus writes it: unchanged
+        ("  a  b .", "  a  b."),  # other spaces stay
+        (". a", ". a"),  # nothing before the mark
+        ("", ""),
+    ],
+)
+def test_split_off_punctuation_is_written_against_its_word(text, expected):
+    assert attach_punctuation(text) == expected
+
+
+def test_the_words_of_split_punctuation_spell_the_joined_text():
+    pieces = ["▁He", "▁is", "▁bus", "y", ".", "</s>"]  # the pieces of `He is busy.`
+    assert piece_words("He is busy .", pieces) == [0, 1, 2, 2, 3, None]
 
 
 def test_pieces_map_to_the_words_they_spell():

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import compose_config
+from helpers import compose_config, run_main
 
 from seq2seq.align.aer import corpus_counts
 from seq2seq.align.extract import AlignmentError
@@ -54,16 +54,6 @@ def toy_run(tmp_path_factory) -> dict[str, Path]:
         files[name] = root / f"test.{name}"
         files[name].write_text("\n".join(lines) + "\n", encoding="utf-8")
     return files
-
-
-def run_main(main, capsys, *argv: object) -> tuple[int, str, str]:
-    """A command's exit code, stdout and stderr (a usage error's SystemExit included)."""
-    try:
-        code = main([str(arg) for arg in argv])
-    except SystemExit as stop:
-        code = stop.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_a_trained_reverse_model_aligns_the_anti_diagonal(toy_run, capsys, tmp_path):
@@ -197,6 +187,9 @@ def test_a_gold_link_beyond_its_pair_suggests_one_based(toy_run, capsys, tmp_pat
         (["--head", "first"], "expected a head index (0, 1, ...) or mean"),
         (["--extract", "max"], "invalid choice: 'max'"),
         (["ckpt.pt", "--src", "s", "--tgt", "t", "--threshold", "2"], "threshold must be"),
+        (["ckpt.pt", "--src", "s", "--tgt", "t", "--symmetrise", "union"], "give the other one"),
+        (["--score", "x", "--gold", "g", "--reverse", "r.pt"], "give no checkpoint, --reverse"),
+        (["--symmetrise", "grow"], "invalid choice: 'grow'"),
     ],
 )
 def test_wrong_options_are_one_line(capsys, argv, expected):

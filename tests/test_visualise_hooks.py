@@ -16,6 +16,8 @@ from helpers import TINY_TOY, compose_config
 from tensorboard.backend.event_processing.event_accumulator import IMAGES, EventAccumulator
 
 from seq2seq.align.aer import corpus_counts
+from seq2seq.align.defaults import HeadMark
+from seq2seq.align.extract import AlignSettings, Sentence
 from seq2seq.align.gold import as_in_corpus, gold_set
 from seq2seq.align.pharaoh import Links
 from seq2seq.align.words import piece_words, words
@@ -23,17 +25,22 @@ from seq2seq.build import build_model, plain
 from seq2seq.data.batching import collate
 from seq2seq.data.prepare import prepare
 from seq2seq.data.tokenizer import SubwordTokenizer
+from seq2seq.search import Hypothesis
 from seq2seq.special_tokens import EOS_PIECE
 from seq2seq.training.hooks import ValidationContext
 from seq2seq.training.logger import RunLogger
 from seq2seq.visualise.hooks import (
     ACCURACY_TAG,
     AER_TAGS,
+    CHOSEN_TAGS,
+    GUIDED_TAG,
     SAMPLE_MAX_PIECES,
     SAMPLE_SHOWN,
     TOY_SHOWN,
     AerHook,
     AlignmentHook,
+    GoldExample,
+    ShownSentence,
     aer_hooks,
     alignment_hooks,
     heads_tag,
@@ -148,8 +155,9 @@ def test_probe_hook_logs_every_probe_under_its_chinese_tag(tmp_path):
     overrides = ["data=tatoeba_zh_en", "logging.probe_file=null"]
     cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
     context = _context(cfg, data, tmp_path, step=5)
-    hook, aer_hook = alignment_hooks(cfg, data)
+    aer_hook, hook = alignment_hooks(cfg, data)  # AER first: the images mark its choice
     assert isinstance(hook, AlignmentHook) and isinstance(aer_hook, AerHook)
+    assert hook.marks.aer_hook is aer_hook and hook.marks.config is cfg
     hook(context)
     context.logger.close()
 
@@ -325,3 +333,86 @@ def test_no_aer_hook_without_attention_or_for_toy_data():
     toy = compose_config(TINY_TOY + ["data.src_lang=zh", "data.tgt_lang=en"])
     (hook,) = alignment_hooks(toy, prepare(plain(toy.data)))  # its own accuracy only
     assert isinstance(hook, AlignmentHook)
+
+
+# ---------------------------------------------------------------- the chosen head
+
+
+class DiagonalHeadModel(torch.nn.Module):
+    """Teacher-forced attention (batch, 2 layers, 3 heads, T, S) whose layer 0 head 2 is
+    the diagonal (position t on position t); the other heads look at the first source
+    position or spread evenly."""
+
+    def forward(self, src, src_mask, tgt_in, need_weights=False):
+        batch, src_len = src.shape
+        tgt_len = tgt_in.size(1)
+        attention = torch.full((batch, 2, 3, tgt_len, src_len), 1.0 / src_len)
+        attention[:, :, 0] = 0.0
+        attention[:, :, 0, :, 0] = 1.0  # every row on the first column
+        attention[:, 0, 2] = torch.eye(tgt_len, src_len)
+        return torch.zeros(batch, tgt_len, 8), attention if need_weights else None
+
+
+def diagonal_example(words_count: int) -> GoldExample:
+    """A pair of `words_count` one-piece words a side, linked on the diagonal."""
+    source = " ".join("abcdefgh"[:words_count])
+    target = " ".join("stuvwxyz"[:words_count])
+    pieces = lambda text: [f"▁{word}" for word in text.split()] + [EOS_PIECE]  # noqa: E731
+    ids = list(range(4, 4 + words_count))
+    links = Links.of((j, j) for j in range(words_count))
+    return GoldExample(ids, ids, Sentence(source, pieces(source)), Sentence(target, pieces(target)), links)  # fmt: skip
+
+
+class ScalarLog:
+    """A stand-in for the run logger that keeps the scalars it is given."""
+
+    def __init__(self):
+        self.logged: list[tuple[int, dict[str, float]]] = []
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        self.logged.append((step, dict(values)))
+
+
+def test_aer_hook_chooses_the_gold_diagonal_head_logs_it_and_returns_it():
+    examples = [diagonal_example(n) for n in (3, 5, 2)]
+    guided = {"alignment": {"guided": True, "layer": -1, "heads": [1]}}
+    hook, logger, model = AerHook(examples, config=guided), ScalarLog(), DiagonalHeadModel()
+    entries = hook(ValidationContext(model, torch.device("cpu"), logger, 40))
+    assert entries == {"alignment_choice": {"layer": 0, "head": 2, "aer": 0.0, "step": 40}}
+    assert hook.choice.layer == 0 and hook.choice.head == 2
+    ((step, scalars),) = logger.logged
+    assert step == 40
+    assert [scalars[CHOSEN_TAGS[name]] for name in ("aer", "layer", "head")] == [0.0, 0.0, 2.0]
+    mean = hook.counts(model, torch.device("cpu"))  # last layer, head mean: the old valid/aer
+    assert scalars[AER_TAGS["aer"]] == mean.aer and mean.aer > 0.5
+    guided_counts = AerHook(examples, AlignSettings(layer=1, head=1)).counts(model, torch.device("cpu"))  # fmt: skip
+    assert scalars[GUIDED_TAG] == guided_counts.aer
+
+
+def test_aer_hook_without_attention_logs_and_returns_nothing():
+    class NoAttention(DiagonalHeadModel):
+        def forward(self, *args, **kwargs):
+            return super().forward(*args)[0], None
+
+    hook, logger = AerHook([diagonal_example(2)]), ScalarLog()
+    assert hook(ValidationContext(NoAttention(), torch.device("cpu"), logger, 1)) is None
+    assert logger.logged == [] and hook.choice is None
+
+
+def test_images_mark_the_chosen_and_the_guided_head_and_draw_their_layers():
+    cfg = compose_config(TINY_TOY + ["attention=multihead", "attention.heads=3"])
+    tokenizer = _WordTokenizer(["x y"], "en")
+    marks = [HeadMark(0, 2, "chosen", "lowest valid AER"), HeadMark(2, None, "guided", "")]
+    hook = AlignmentHook([], [], [], tokenizer, plain(cfg), marks=lambda layers, heads: marks)
+    sentence = ShownSentence("alignment/00_a_b", "a b", [4, 5], ["▁a", "▁b", EOS_PIECE])
+    attention = torch.full((3, 3, 3, 3), 1.0 / 3)  # (layers, heads, tgt_len, src_len)
+    (tag, summary), (every_tag, every) = hook.draw(sentence, Hypothesis(tokenizer.encode("x y"), -1.0, attention), 5)  # fmt: skip
+    assert (tag, every_tag) == ("alignment/00_a_b", "alignment_heads/00_a_b")
+    assert summary.get_suptitle().endswith(" · mean of 3 heads · guided")
+    titles = [axes.get_title() for axes in every.axes if axes.get_title()]
+    # the chosen head's layer 1 is drawn beside the last
+    assert titles == [
+        "layer 1 · head 1", "layer 1 · head 2", "layer 1 · head 3 · chosen",
+        "layer 1 · mean of 3 heads", "layer 3 · head 1", "layer 3 · head 2", "layer 3 · head 3",
+        "layer 3 · mean of 3 heads · guided",
+    ]  # fmt: skip

@@ -31,8 +31,10 @@ from typing import NamedTuple
 import torch
 
 from seq2seq.align.attention import teacher_forced_weights
+from seq2seq.align.gold import as_in_corpus
 from seq2seq.align.pharaoh import Link, Links
-from seq2seq.align.words import piece_words, words
+from seq2seq.align.words import attach_punctuation, piece_words, words
+from seq2seq.data.languages import is_unspaced_cjk
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.inference import Translation, Translator
 from seq2seq.special_tokens import EOS_PIECE
@@ -104,10 +106,11 @@ def word_weights(
     source_words: int,
     target_words: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Piece weights (tgt_len, src_len) → word weights (target_words, source_words), source
-    pieces summed and target pieces averaged (module docstring), and a (target_words,) mask
-    of the target words that have at least one piece."""
-    if tuple(weights.shape) != (len(target), len(source)):
+    """Piece weights (..., tgt_len, src_len) → word weights (..., target_words,
+    source_words), source pieces summed and target pieces averaged (module docstring), and
+    a (target_words,) mask of the target words that have at least one piece. Leading
+    dimensions (layers, heads) are kept: every matrix is mapped at once."""
+    if tuple(weights.shape[-2:]) != (len(target), len(source)):
         raise ValueError(
             f"attention of shape {tuple(weights.shape)} does not fit "
             f"{len(target)} target × {len(source)} source pieces"
@@ -115,7 +118,7 @@ def word_weights(
     to_source = membership(source, source_words)  # (src_len, source_words)
     to_target = membership(target, target_words)  # (tgt_len, target_words)
     pieces_per_word = to_target.sum(dim=0)  # (target_words,)
-    summed = to_target.T @ weights.float() @ to_source  # (target_words, source_words)
+    summed = to_target.T @ weights.float() @ to_source  # (..., target_words, source_words)
     return summed / pieces_per_word.clamp(min=1).unsqueeze(1), pieces_per_word > 0
 
 
@@ -140,42 +143,88 @@ class Sentence(NamedTuple):
     pieces: Sequence[str]
 
 
-def links_from_attention(
+class WordWeights(NamedTuple):
+    """The word weights of one pair, (target_words, source_words), and the (target_words,)
+    mask of the target words that have at least one piece (`word_weights`)."""
+
+    weights: torch.Tensor
+    covered: torch.Tensor
+
+    @classmethod
+    def empty(cls, source_words: int, target_words: int) -> WordWeights:
+        """No weight anywhere: the pair of a side without pieces, which links nothing."""
+        return cls(torch.zeros(target_words, source_words), torch.zeros(target_words, dtype=bool))
+
+
+def attention_word_weights(
     attention: torch.Tensor, source: Sentence, target: Sentence, settings: AlignSettings
-) -> Links:
-    """Word links of one pair from its attention (layers, heads, tgt_len, src_len), whose
-    columns are the source pieces and rows the target pieces, EOS included."""
+) -> WordWeights:
+    """The word weights of one pair from its attention (layers, heads, tgt_len, src_len),
+    whose columns are the source pieces and rows the target pieces, EOS included."""
     weights = select_weights(attention, settings)  # (tgt_len, src_len)
-    word_matrix, covered = word_weights(
+    return WordWeights(*word_weights(
         weights,
         piece_words(source.text, source.pieces),
         piece_words(target.text, target.pieces),
         len(words(source.text)),
         len(words(target.text)),
-    )
-    return extract_links(word_matrix, covered, settings)
+    ))  # fmt: skip
+
+
+def links_from_attention(
+    attention: torch.Tensor, source: Sentence, target: Sentence, settings: AlignSettings
+) -> Links:
+    """Word links of one pair from its attention (layers, heads, tgt_len, src_len), whose
+    columns are the source pieces and rows the target pieces, EOS included."""
+    return extract_links(*attention_word_weights(attention, source, target, settings), settings)
+
+
+def as_the_model_reads(text: str, lang: str) -> str:
+    """One side of a pair as the model was trained to read it: Chinese and Japanese without
+    spaces (`as_in_corpus`, as `valid/aer` reads the gold's segmented Chinese), any other
+    language with the punctuation it splits off written against its word
+    (`attach_punctuation`: `busy .` → `busy.`). Text as the corpus writes it is unchanged."""
+    return as_in_corpus(text, lang) if is_unspaced_cjk(lang) else attach_punctuation(text)
 
 
 def align_pairs(
     translator: Translator, sources: Sequence[str], targets: Sequence[str], settings: AlignSettings
 ) -> list[Links]:
-    """Word links of each (source, target) pair from the model's teacher-forced attention.
+    """Word links of each (source, target) pair from the model's teacher-forced attention
+    (`pair_weights`), over the words of the texts as given."""
+    found = pair_weights(translator, sources, targets, settings)
+    return [extract_links(weights, covered, settings) for weights, covered in found]
 
+
+def pair_weights(
+    translator: Translator, sources: Sequence[str], targets: Sequence[str], settings: AlignSettings
+) -> list[WordWeights]:
+    """The word weights of each (source, target) pair from the model's teacher-forced
+    attention, over the words of the texts as given (`seq2seq.align.words`).
+
+    The model reads each side as it was trained (`as_the_model_reads`: pre-segmented
+    Chinese without its spaces); its pieces are matched to the given words by characters.
     Either side is cut to the model's `data.max_len` pieces (with a warning); the words
-    past the cut get no links. A pair with an empty side has no links.
+    past the cut get no weight. A pair with an empty side has no weight anywhere.
     """
     if len(sources) != len(targets):
         raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
-    source_ids = [translator.encode_source(text, n) for n, text in enumerate(sources, 1)]
-    target_ids = [_encode_target(translator, text, n) for n, text in enumerate(targets, 1)]
+    source_texts = [as_the_model_reads(text, translator.src_tokenizer.lang) for text in sources]
+    target_texts = [as_the_model_reads(text, translator.tgt_tokenizer.lang) for text in targets]
+    source_ids = [translator.encode_source(text, n) for n, text in enumerate(source_texts, 1)]
+    target_ids = [_encode_target(translator, text, n) for n, text in enumerate(target_texts, 1)]
     todo = [index for index, ids in enumerate(zip(source_ids, target_ids)) if all(ids)]
     attentions = _teacher_forced(translator, [(source_ids[i], target_ids[i]) for i in todo])
-    links = [Links()] * len(sources)
+    found = [WordWeights.empty(len(words(s)), len(words(t))) for s, t in zip(sources, targets)]
     for index, attention in zip(todo, attentions):
-        source = _sentence(translator.src_tokenizer, sources[index], len(source_ids[index]))
-        target = _sentence(translator.tgt_tokenizer, targets[index], len(target_ids[index]))
-        links[index] = links_from_attention(attention, source, target, settings)
-    return links
+        source = worded_sentence(
+            translator.src_tokenizer, sources[index], source_texts[index], len(source_ids[index])
+        )
+        target = worded_sentence(
+            translator.tgt_tokenizer, targets[index], target_texts[index], len(target_ids[index])
+        )
+        found[index] = attention_word_weights(attention, source, target, settings)
+    return found
 
 
 def _encode_target(translator: Translator, text: str, number: int) -> list[int]:

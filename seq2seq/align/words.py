@@ -18,6 +18,10 @@ NFKC-normalised word by word before matching; a character that normalises to sev
 (`㍿` → `株式会社`) stays in its word. Specials (`</s>`, `<s>`, `<pad>`) belong to no word.
 A piece that spans several words (sentencepiece keeps a run of unknown characters such as
 `（星期一）` together) belongs to the first of them.
+
+Word-segmented text that splits punctuation off (`He is busy .`, as many gold sets write
+English) is read by the model as the corpus writes it (`attach_punctuation`: `He is busy.`),
+while its words stay those given: `busy` and `.` are two words, matched by characters.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff
 CJK_CHARACTER = re.compile(f"[{CJK}]")
 CHARACTER_WORD = re.compile(f"[{CJK}]|(?:(?![{CJK}])\\w)+|\\S")  # see the module docstring
 WHITESPACE_WORD = re.compile(r"\S+")
+CLOSING_MARKS = re.escape(".,!?;:…)]}”’")  # written against the word before them
+OPENING_MARKS = re.escape("([{“‘¿¡")  # written against the word after them
+SPACED_CLOSING = re.compile(rf"(?<=\S)\s+([{CLOSING_MARKS}]+)(?!\S)")  # `busy .`
+SPACED_OPENING = re.compile(rf"(?<!\S)([{OPENING_MARKS}]+)\s+(?=\S)")  # `( yes`
 
 
 def is_character_segmented(text: str) -> bool:
@@ -52,6 +60,14 @@ def word_spans(text: str) -> list[tuple[int, int]]:
 def words(text: str) -> list[str]:
     """The words of `text`, in order (module docstring)."""
     return [text[start:end] for start, end in word_spans(text)]
+
+
+def attach_punctuation(text: str) -> str:
+    """`text` with each word made only of closing marks (`.`, `?!`, `)`) written against the
+    word before it and each word made only of opening marks (`(`, `¿`) against the word
+    after it: `He is busy .` → `He is busy.`, `( yes )` → `(yes)`. All other characters,
+    spaces included, stay as they are: a text that splits nothing off comes back unchanged."""
+    return SPACED_OPENING.sub(r"\1", SPACED_CLOSING.sub(r"\1", text))
 
 
 def piece_words(text: str, pieces: Sequence[str]) -> list[int | None]:

@@ -3,6 +3,7 @@
     seq2seq-align CHECKPOINT --src test.zh --tgt test.en > test.align
     seq2seq-align CHECKPOINT --src test.zh --tgt test.en --gold test.gold [-o test.align]
     seq2seq-align CHECKPOINT --src S --tgt T --layer 0 --head 2 --extract threshold
+    seq2seq-align ZH_EN.pt --reverse EN_ZH.pt --src test.zh --tgt test.en [--symmetrise M]
     seq2seq-align --score test.align --gold test.gold      # score any aligner's output
 
 One Pharaoh line per pair (`0-0 1-2`: source word - target word, from 0), from the
@@ -10,6 +11,24 @@ model's attention while it reads the target (teacher forcing). With --gold the p
 recall and AER (Och & Ney 2003) are printed and the links are written only to -o. Every
 problem with the options, the files or the checkpoint is one error line on stderr and
 exit code 2.
+
+The links are over the words of --src and --tgt as given (`seq2seq.align.words`), while the
+model reads each side as it was trained (`seq2seq.align.extract.as_the_model_reads`):
+pre-segmented Chinese (`他 很 忙 。`) without its spaces, English that splits punctuation
+off (`He is busy .`) with it written against its word; the model's pieces are matched to
+the given words by characters, as `valid/aer` reads the gold set.
+
+--reverse names a model of the other direction (its source language is CHECKPOINT's target
+language, and the other way round; any other model is refused). The links of both are
+combined with --symmetrise: intersection, union, grow-diag, grow-diag-final,
+grow-diag-final-and, or harmonic (the default: the best on the valid gold), the harmonic
+mean of the two word attention matrices, then extracted (`seq2seq.align.symmetric` has the
+definitions and the measurement). --extract applies to both models.
+
+Without --layer or --head each checkpoint aligns with its own default, named in one line on
+stderr: the head it was trained to align with (`alignment=guided`), else the layer and
+head that training found best on the valid gold pairs (stored in the checkpoint), else the
+last layer's head mean (`seq2seq.align.defaults`). --layer or --head applies to both models.
 """
 
 from __future__ import annotations
@@ -18,11 +37,14 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from seq2seq.align.aer import AlignmentCounts, corpus_counts
+from seq2seq.align.defaults import default_settings
 from seq2seq.align.extract import EXTRACTIONS, AlignmentError, AlignSettings, align_pairs
 from seq2seq.align.pharaoh import Links, check_links_fit, parse_lines, write_links
+from seq2seq.align.symmetric import DEFAULT_SYMMETRISATION, SYMMETRISATIONS, symmetric_pairs
 from seq2seq.align.words import words
 from seq2seq.cli.translate import (
     InputError,
@@ -34,6 +56,10 @@ from seq2seq.cli.translate import (
 )
 
 PROGRAM = "seq2seq-align"
+
+
+UNSET = object()  # --head not given (None already means the head mean); not a string, as
+# argparse would convert a string default with the option's type
 
 
 def head_choice(value: str) -> int | None:
@@ -58,13 +84,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--one-based", action="store_true", help="the gold file counts from 1")
     parser.add_argument("--score", type=Path, help="score this Pharaoh file against --gold")
     parser.add_argument(
-        "--layer", type=int, default=-1, help="attention layer (default -1, the last)"
+        "--layer", type=int, default=None,
+        help="attention layer from 0, negative from the end (default: the checkpoint's own "
+        "choice, see below)",
     )
     parser.add_argument(
-        "--head", type=head_choice, default=None, help="head index or mean (default)"
+        "--head", type=head_choice, default=UNSET,
+        help="head index or mean (default: the checkpoint's own choice)",
     )
     parser.add_argument("--extract", choices=EXTRACTIONS, default="argmax", help="default argmax")
     parser.add_argument("--threshold", type=float, default=0.3, help="for --extract threshold")
+    parser.add_argument(
+        "--reverse",
+        type=Path,
+        metavar="CKPT",
+        help="a checkpoint of the other direction, whose links are combined with these",
+    )
+    parser.add_argument(
+        "--symmetrise",
+        choices=SYMMETRISATIONS,
+        metavar="METHOD",
+        help=f"with --reverse: {', '.join(SYMMETRISATIONS)} "
+        f"(default {DEFAULT_SYMMETRISATION}, the best on the valid gold)",
+    )
     parser.add_argument("-o", "--output", type=Path, help="write the links here (default stdout)")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
@@ -74,13 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
 def mode_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the combination of options, or None."""
     if args.score is not None:
-        if args.checkpoint is not None or args.src is not None or args.tgt is not None:
-            return "--score scores an existing file: give no checkpoint, --src or --tgt"
+        if any(getattr(args, name) is not None for name in ("checkpoint", "src", "tgt", "reverse")):
+            return "--score scores an existing file: give no checkpoint, --reverse, --src or --tgt"
         return None if args.gold is not None else "--score needs --gold"
     if args.checkpoint is None:
         return "give a checkpoint with --src and --tgt, or --score FILE with --gold"
     if args.src is None or args.tgt is None:
         return "a checkpoint needs --src and --tgt"
+    if args.symmetrise is not None and args.reverse is None:
+        return "--symmetrise combines two directions: give the other one with --reverse"
     return check_device(args.device)
 
 
@@ -166,19 +210,67 @@ def write_output(path: Path, links: list[Links]) -> bool:
     return True
 
 
-def align_with_checkpoint(args: argparse.Namespace, settings: AlignSettings) -> int:
-    """Links of --src and --tgt from the checkpoint's attention; scored with --gold."""
-    sources, targets, gold = read_inputs(args)
+def checkpoint_links(
+    args: argparse.Namespace,
+    settings: AlignSettings,
+    sources: list[str],
+    targets: list[str],
+    notes: list[str],
+) -> list[Links] | None:
+    """Links of each pair from the checkpoint, symmetrised with --reverse's; None (after
+    one error line) when a checkpoint cannot be loaded. What each model aligned with, when
+    the user did not say, is added to `notes`."""
     translator = load_translator(args, PROGRAM)
     if translator is None:
+        return None
+    forward_settings = model_settings(args, settings, translator, args.checkpoint, notes)
+    if args.reverse is None:
+        return align_pairs(translator, sources, targets, forward_settings)
+    other = argparse.Namespace(checkpoint=args.reverse, device=args.device)
+    reverse = load_translator(other, PROGRAM)
+    if reverse is None:
+        return None
+    method = args.symmetrise or DEFAULT_SYMMETRISATION
+    reverse_settings = model_settings(args, settings, reverse, args.reverse, notes)
+    return symmetric_pairs(
+        translator, reverse, sources, targets, method, forward_settings, reverse_settings
+    )
+
+
+def model_settings(
+    args: argparse.Namespace,
+    settings: AlignSettings,
+    translator,
+    path: Path,
+    notes: list[str],
+) -> AlignSettings:
+    """`settings` when the user named a layer or a head; else the checkpoint's own default
+    (its guided head, the head chosen on the valid gold, or the last layer's head mean:
+    `seq2seq.align.defaults`) with the user's extraction, noted for stderr."""
+    if args.layer is not None or args.head is not UNSET:
+        return settings
+    found = default_settings(translator)
+    notes.append(f"{PROGRAM}: {path}: aligned with {found.description}")
+    return replace(found.settings, extract=settings.extract, threshold=settings.threshold)
+
+
+def align_with_checkpoint(args: argparse.Namespace, settings: AlignSettings) -> int:
+    """Links of --src and --tgt from the checkpoint's attention (and --reverse's); scored
+    with --gold. The settings each model used, when the user named none, are said on
+    stderr once the links are written (an error stays one line)."""
+    sources, targets, gold = read_inputs(args)
+    notes: list[str] = []
+    links = checkpoint_links(args, settings, sources, targets, notes)
+    if links is None:
         return 2
-    links = align_pairs(translator, sources, targets, settings)
     if args.output is not None and not write_output(args.output, links):
         return 2
     if args.output is None and gold is None:
         write_links(sys.stdout, links)
     if gold is not None:
         report(corpus_counts(links, gold), args.json)
+    for note in notes:
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -189,7 +281,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         parser.error(problem)
     try:
-        settings = AlignSettings(args.layer, args.head, args.extract, args.threshold)
+        settings = AlignSettings(
+            -1 if args.layer is None else args.layer,
+            None if args.head is UNSET else args.head,
+            args.extract,
+            args.threshold,
+        )
     except ValueError as error:
         parser.error(str(error))
     try:

@@ -7,6 +7,10 @@
     seq2seq-translate CHECKPOINT "我爱中国。" "你好。" --html align.html   # attention viewer
     seq2seq-translate RUN/checkpoints/best.pt --probes --html probes.html
 
+`--alignments` reads the links from the attention the checkpoint names: a guided model's
+guided head, else the layer and head training chose on the valid gold pairs, else the
+last layer's head mean (`seq2seq.align.defaults`); one line on stderr says which.
+
 `--html PAGE` writes one self-contained page (no network access) showing every layer and
 head of the cross-attention and, for Transformers, of the encoder and decoder
 self-attention of each sentence's best output: hover a piece or a cell to read its
@@ -30,6 +34,7 @@ from typing import NoReturn, get_type_hints
 
 import torch
 
+from seq2seq.align.defaults import DefaultSettings, default_settings, head_marks
 from seq2seq.align.extract import AlignmentError, AlignSettings, translation_links
 from seq2seq.align.pharaoh import Links, format_links
 from seq2seq.build import ConfigError
@@ -215,10 +220,21 @@ def format_translation(translation: Translation, n_best: int) -> list[str]:
     ]
 
 
-def output_links(translator: Translator, translation: Translation) -> list[Links]:
-    """The word links of each output line of a translation (last layer, head mean, argmax);
+def output_links(
+    translator: Translator, translation: Translation, settings: AlignSettings
+) -> list[Links]:
+    """The word links of each output line of a translation (`default_settings` in `main`);
     an empty input line has one output without links."""
-    return translation_links(translator, translation, AlignSettings()) or [Links()]
+    return translation_links(translator, translation, settings) or [Links()]
+
+
+def all_links(
+    translator: Translator, translations: Sequence[Translation]
+) -> tuple[list[list[Links]], DefaultSettings]:
+    """`--alignments`: the links of every output, and the settings they were read with;
+    AlignmentError when the model has no attention weights."""
+    found = default_settings(translator)
+    return [output_links(translator, t, found.settings) for t in translations], found
 
 
 def print_translations(
@@ -268,11 +284,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     draws = args.plot is not None or args.html is not None
     need_weights = args.show_attention or args.alignments or draws
     translations = translator.translate(lines, settings, need_weights)
-    try:
-        links = [output_links(translator, t) for t in translations] if args.alignments else None
-    except AlignmentError as error:
-        print(f"seq2seq-translate: --alignments: {error}", file=sys.stderr)
-        return 2
+    links = None
+    if args.alignments:
+        try:
+            links, found = all_links(translator, translations)
+        except AlignmentError as error:
+            print(f"seq2seq-translate: --alignments: {error}", file=sys.stderr)
+            return 2
+        print(f"seq2seq-translate: --alignments: links from {found.description}", file=sys.stderr)
     print_translations(translations, settings.n_best, links, args.show_attention)
     if args.html is not None and write_page(translator, translations, references, args.html):
         return 2
@@ -288,14 +307,14 @@ def write_page(
     path: Path,
 ) -> int:
     """Write the attention viewer; 0, or 2 after one error line."""
-    from seq2seq.visualise.viewer import ViewerError, write_viewer
+    from seq2seq.visualise.viewer import ViewerError, opening_line, write_viewer
 
     try:
-        write_viewer(path, translator, translations, references)
+        data = write_viewer(path, translator, translations, references)
     except (ViewerError, OSError) as error:
         print(f"seq2seq-translate: --html {path}: {one_line(error)}", file=sys.stderr)
         return 2
-    print(f"attention viewer saved to {path}", file=sys.stderr)
+    print(f"attention viewer saved to {path}; {opening_line(data)}", file=sys.stderr)
     return 0
 
 
@@ -303,8 +322,8 @@ def plot_first(translator: Translator, translation: Translation, path: Path) -> 
     from seq2seq.visualise.heatmap import save_translation_heatmap
 
     try:
-        save_translation_heatmap(translator, translation, path)
-    except ValueError as error:  # attention=none has no weights to draw
+        save_translation_heatmap(translator, translation, path, head_marks(translator))
+    except ValueError as error:  # attention=none has no weights to draw; a bad guided head
         print(f"seq2seq-translate: --plot: {error}", file=sys.stderr)
         return 2
     print(f"alignment saved to {path}", file=sys.stderr)

@@ -14,6 +14,7 @@ One module per step, in pipeline order (`prepare.prepare(cfg)` runs them all):
 * `batching`  - `ParallelData` (in memory, or lazy over arrays), `Batch`, `collate`,
   `TokenBatchSampler`
 * `toy`       - copy / reverse tasks with a known alignment
+* `links`     - piece links of the training split (guided alignment), cached, batched
 * `record`    - the record of a finished preparation, so a later start skips the corpus
 * `prepare`   - the orchestration, returning `PreparedData`
 * `synth`     - synthetic corpora of any size from a real one (`seq2seq-data synth`)

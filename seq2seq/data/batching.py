@@ -39,6 +39,9 @@ class Batch:
     indices: list[int]  # example ids in the dataset, one per row
     num_src_tokens: int  # real source tokens (EOS included, PAD not)
     num_tgt_tokens: int  # real target tokens predicted (EOS included, PAD not)
+    # guided alignment's target p* (batch, tgt_len, src_len) float32, rows of tgt_out over
+    # src, each linked row summing to 1; None without links (`seq2seq.data.links`)
+    align: torch.Tensor | None = None
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
         """A copy with every tensor on `device`."""

@@ -77,6 +77,9 @@ class DataConfig:
     toy_train_size: int = 10000
     toy_valid_size: int = 500
     toy_test_size: int = 500
+    # guided alignment (alignment=guided): a Pharaoh file of word links, one line per line of
+    # the training split (train.<src_lang> of the prepared folder); null: made otherwise
+    alignments: str | None = None
     # files
     root: str = "data"  # raw/ and prepared/ go below this folder
     # A prepared file that differs from its preparation's record (size, hash, ids outside
@@ -98,6 +101,8 @@ class DataConfig:
                 f"data.max_tokens ({self.max_tokens}) must be >= data.max_len + 1 "
                 f"({self.max_len + 1}), so that the longest allowed pair fits in a batch"
             )
+        if self.alignments is not None and not str(self.alignments).strip():
+            raise ValueError("data.alignments must be the path of a Pharaoh file, or null")
         if self.kind == "toy":
             self._validate_toy()
         else:

@@ -103,9 +103,18 @@ class Seq2Seq(nn.Module):
         src_mask: torch.Tensor,  # (batch, src_len)
         tgt_in: torch.Tensor,  # (batch, tgt_len), starts with BOS
         need_weights: bool = False,
+        full_context: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher forcing: logits (batch, tgt_len, vocab) and the attention weights
+        (batch, layers, heads, tgt_len, src_len), or None without `need_weights` where the
+        fused kernel ran. `full_context` (a decoder with a `full_context` pass, the
+        Transformer's): the weights are those of a second decoder pass without the future
+        mask (Garg et al. 2019), the logits still those of the causal pass."""
         state = self.init_decoder_state(self.encode(src, src_mask))
-        hidden, attention = self.decoder(self.tgt_embed(tgt_in), state, need_weights=need_weights)
+        tgt_embedded = self.tgt_embed(tgt_in)  # (batch, tgt_len, embed)
+        hidden, attention = self.decoder(tgt_embedded, state, need_weights=need_weights)
+        if full_context:
+            attention = self.decoder.full_context(tgt_embedded, state, tgt_in != PAD_ID)
         return self.generator(hidden), attention  # (batch, tgt_len, vocab)
 
     def decode_step(

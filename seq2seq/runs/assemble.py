@@ -24,6 +24,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import registry
+from seq2seq.align.guidance import check_links_source, with_training_links
 from seq2seq.build import ConfigError, build_model, count_parameters, plain
 from seq2seq.checkpoint import (
     CheckpointError,
@@ -46,6 +47,7 @@ from seq2seq.runs.folder import (
 from seq2seq.settings_checks import check_settings
 from seq2seq.sizing import Vocabulary, check_size_limit, check_state_shapes, configured_vocabulary
 from seq2seq.training import distributed
+from seq2seq.training.guidance import resolve_layer
 from seq2seq.training.hooks import ValidationHook
 from seq2seq.training.logger import RunLogger
 from seq2seq.training.trainer import Trainer
@@ -111,6 +113,9 @@ def assemble_trainer(
     seed_everything(cfg.trainer.seed + ranks.rank)  # DDP copies rank 0's initial weights
     with ranks.main_first():  # rank 0 fills the data caches the others then read
         data = prepare(data_config(cfg))
+        if cfg.alignment.guided:  # the training pairs' piece links (seq2seq.align.guidance)
+            data = with_training_links(plain(cfg.data), data)
+            log_guidance(cfg)
     model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
     model.to(device)
     payload = None
@@ -130,11 +135,26 @@ def assemble_trainer(
 def check_startup(cfg: DictConfig) -> None:
     """What is checked before any data is prepared, folder made or tensor allocated: keys
     no schema knows (`+trainer.typo=1`), out-of-range values, position tables too short for
-    `data.max_len`, and a model above `model.max_parameters` (measured on the meta device);
-    each a ConfigError naming the key."""
+    `data.max_len`, a guided run with no way to get its links, and a model above
+    `model.max_parameters` (measured on the meta device); each a ConfigError naming the key."""
     check_known_keys(cfg)
     check_settings(cfg)
+    check_links_source(plain(cfg))
     check_size_limit(cfg, configured_vocabulary(data_config(cfg)))
+
+
+def log_guidance(cfg: DictConfig) -> None:
+    """One line: which attention guided alignment supervises, and how."""
+    alignment, decoder = plain(cfg.alignment), plain(cfg.decoder)
+    builder = registry.of_node("decoder", decoder).builder
+    layers = builder.flops(decoder, cfg.model.embed_dim, 1, 1)[1]  # its attention layers
+    heads = alignment["heads"]
+    log.info(
+        "guided alignment: attention layer %d of %d, %s, λ=%g, %s loss%s",
+        resolve_layer(alignment["layer"], layers), layers,
+        "every head" if heads is None else f"head(s) {heads}", alignment["weight"],
+        alignment["loss"], ", full-context pass" if alignment["full_context"] else "",
+    )  # fmt: skip
 
 
 def check_compatible(payload: dict, cfg: DictConfig, data: PreparedData, path: Path) -> None:

@@ -3,12 +3,18 @@
 A hook is any callable `hook(context)`; it gets the model, where it runs, where to log and
 the step, and nothing else of the trainer. What a hook needs beyond that (tokenisers,
 sentences, a title) it is given when it is made (see `seq2seq.visualise.hooks`).
+
+A hook may return entries for the checkpoints (a dict whose keys are among
+`seq2seq.checkpoint.HOOK_KEYS`, values plain data), or None. The trainer runs the hooks
+before it saves, so `best.pt` holds what the hooks returned at the validation that made it
+and `last.pt` the latest; a resume keeps them until a hook returns new ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -26,4 +32,5 @@ class ValidationContext:
     step: int
 
 
-ValidationHook = Callable[[ValidationContext], None]
+# hook(context) -> checkpoint entries (e.g. {"alignment_choice": {...}}) or None
+ValidationHook = Callable[[ValidationContext], Mapping[str, Any] | None]

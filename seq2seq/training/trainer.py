@@ -45,6 +45,7 @@ from seq2seq import registry
 from seq2seq.build import instantiate_part, plain
 from seq2seq.checkpoint import (
     FORMAT_VERSION,
+    HOOK_KEYS,
     capture_rng_states,
     restore_rng_states,
     save_checkpoint,
@@ -57,6 +58,7 @@ from seq2seq.metrics import corpus_scores
 from seq2seq.models.model import Seq2Seq
 from seq2seq.special_tokens import PAD_ID
 from seq2seq.training import distributed
+from seq2seq.training.guidance import Guidance, guided_loss
 from seq2seq.training.hooks import ValidationContext, ValidationHook
 from seq2seq.training.logger import RunLogger, sample_table
 from seq2seq.training.loss import label_smoothed_nll
@@ -156,6 +158,7 @@ class Trainer:
         self.logger = logger
         self.metrics = MetricsFile(run_dir, enabled=self.ranks.is_main)
         self.hooks = hooks or []  # run after each validation with a ValidationContext
+        self.hook_entries: dict[str, Any] = {}  # what the hooks return, saved in checkpoints
         self.optimizer = instantiate_part(cfg.optim, "optim", params=model.parameters())
         self.schedule = self._build_schedule()
         self.progress = Progress()
@@ -176,6 +179,15 @@ class Trainer:
             if self.tcfg.compile
             else self._forward_loss
         )
+        # Guided alignment (`alignment=guided`): the supervised heads, their forward pass
+        # and loss (compiled as the plain one is), and the last batch's alignment sums.
+        self.guidance = _guidance(cfg)
+        self.guided_forward_loss = (
+            torch.compile(self._guided_forward_loss, dynamic=True)
+            if self.tcfg.compile and self.guidance is not None
+            else self._guided_forward_loss
+        )
+        self.step_alignment: tuple[torch.Tensor, torch.Tensor] | None = None
         self.train_losses: list[float] = []  # smoothed loss per update, for tests and logs
         # Analytic FLOPs of each batch (`seq2seq.flops`), from the config as plain data.
         self._flop_config = plain(cfg)
@@ -301,6 +313,8 @@ class Trainer:
         loss_sum, nll_sum = self.train_step(batch)
         self._update_flops += self.batch_flops(batch)
         window.add(loss_sum, nll_sum, batch)
+        if self.guidance is not None:
+            window.add_alignment(*self.step_alignment)
         window.micro_batches += 1
         if window.micro_batches % self.tcfg.accumulate != 0:
             return None
@@ -316,17 +330,35 @@ class Trainer:
 
     def batch_flops(self, batch: Batch) -> int:
         """Analytic training FLOPs (forward + backward, `seq2seq.flops`) of one batch's
-        padded shapes. Scheduled sampling's extra forward pass is not counted."""
+        padded shapes. Scheduled sampling's extra forward pass is not counted, nor guided
+        alignment's full-context decoder pass (`alignment.full_context`)."""
         shapes = (len(batch), batch.src.size(1), batch.tgt_in.size(1))
         return training_flops(self._flop_config, *shapes, *self._vocab_sizes)
 
     def train_step(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """Forward and backward on one batch; returns the summed (smoothed loss, NLL)."""
+        """Forward and backward on one batch; returns the summed (smoothed loss, NLL).
+        With guided alignment the loss includes λ·L_align (`_guided_step`)."""
         self.model.train()
         tgt_in = self._scheduled_sampling(batch)
-        loss_sum, nll_sum = self.forward_loss(batch.src, batch.src_mask, tgt_in, batch.tgt_out)
+        if self.guidance is None:
+            loss_sum, nll_sum = self.forward_loss(batch.src, batch.src_mask, tgt_in, batch.tgt_out)
+        else:
+            loss_sum, nll_sum = self._guided_step(batch, tgt_in)
         (loss_sum / (batch.num_tgt_tokens * self.tcfg.accumulate)).backward()
         return loss_sum.detach(), nll_sum.detach()
+
+    def _guided_step(self, batch: Batch, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The summed (smoothed loss + λ·L_align, NLL) of a batch with links; keeps
+        (L_align summed, linked rows) in `step_alignment` for the log."""
+        if batch.align is None:
+            raise ValueError(
+                "alignment=guided: the batch carries no links (see seq2seq.data.links)"
+            )
+        loss_sum, nll_sum, align_sum, rows = self.guided_forward_loss(
+            batch.src, batch.src_mask, tgt_in, batch.tgt_out, batch.align
+        )
+        self.step_alignment = (align_sum.detach(), rows)
+        return loss_sum, nll_sum
 
     def _forward_loss(
         self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor
@@ -335,6 +367,27 @@ class Trainer:
         with self.autocast():
             logits, _ = self.train_model(src, src_mask, tgt_in)  # (batch, tgt_len, vocab)
         return label_smoothed_nll(logits, tgt_out, self.tcfg.label_smoothing)
+
+    def _guided_forward_loss(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_in: torch.Tensor,
+        tgt_out: torch.Tensor,
+        align: torch.Tensor,  # (batch, tgt_len, src_len) p*, rows of tgt_out over src
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`_forward_loss` with the attention weights (those of the pass without the future
+        mask with `alignment.full_context`): (smoothed loss + λ·L_align, NLL, L_align,
+        linked rows), summed; L_align in float32 (`seq2seq.training.guidance`)."""
+        guidance = self.guidance
+        with self.autocast():
+            logits, attention = self.train_model(
+                src, src_mask, tgt_in,
+                need_weights=not guidance.full_context, full_context=guidance.full_context,
+            )  # fmt: skip
+        loss_sum, nll_sum = label_smoothed_nll(logits, tgt_out, self.tcfg.label_smoothing)
+        align_sum, rows = guided_loss(attention, align, guidance)
+        return loss_sum + guidance.weight * align_sum, nll_sum, align_sum, rows
 
     def update(self, loss: torch.Tensor | None = None) -> tuple[bool, torch.Tensor]:
         """Clip the gradients and step, unless the update's loss or gradient norm is not
@@ -410,8 +463,8 @@ class Trainer:
     # ------------------------------------------------------------------ validation
 
     def validate_and_checkpoint(self) -> dict[str, float]:
-        """Validate (rank 0; the other ranks receive its scores), then update the best
-        score, early stopping and the schedule, save checkpoints and run the hooks."""
+        """Validate (rank 0; the other ranks receive its scores), run the hooks (rank 0),
+        then update the best score, early stopping and the schedule and save checkpoints."""
         metrics = self.ranks.broadcast(self.validate() if self.ranks.is_main else None)
         step = self.progress.step
         self.progress.validated_step = step
@@ -419,6 +472,8 @@ class Trainer:
             self.snapshots.append(_copy_weights(self.model))
         self.logger.scalars({f"valid/{k}": v for k, v in metrics.items()}, step)
         self.logger.scalars({"train/tflop": self.progress.train_tflop}, step)
+        if self.ranks.is_main:  # before saving, so that best.pt holds what they return
+            self.run_hooks(step)
         self.schedule.on_validation(metrics["bleu"])
         if metrics["bleu"] > self.progress.best_bleu:
             self.progress.best_bleu, self.progress.best_step = metrics["bleu"], step
@@ -431,9 +486,6 @@ class Trainer:
         self.save("last")
         if not self.ranks.is_main:
             return metrics
-        context = ValidationContext(self.model, self.device, self.logger, step)
-        for hook in self.hooks:
-            hook(context)
         self.logger.flush()
         log.info(
             "step %d valid loss %.3f ppl %.2f BLEU %.2f chrF %.2f (best %.2f at %d)",
@@ -441,6 +493,18 @@ class Trainer:
             self.progress.best_bleu, self.progress.best_step,
         )  # fmt: skip
         return metrics
+
+    def run_hooks(self, step: int) -> None:
+        """Run the validation hooks and keep the checkpoint entries they return
+        (`seq2seq.training.hooks`); ValueError for a key not in HOOK_KEYS."""
+        context = ValidationContext(self.model, self.device, self.logger, step)
+        for hook in self.hooks:
+            entries = hook(context) or {}
+            unknown = sorted(set(entries) - set(HOOK_KEYS))
+            if unknown:
+                raise ValueError(f"validation hook {hook!r} returned unknown checkpoint "
+                                 f"keys {unknown}; known: {', '.join(HOOK_KEYS)}")  # fmt: skip
+            self.hook_entries.update(entries)
 
     @torch.inference_mode()
     def validate(self) -> dict[str, float]:
@@ -493,7 +557,8 @@ class Trainer:
     def checkpoint_payload(
         self, with_snapshots: bool = False, rank_rng: list[dict[str, Any]] | None = None
     ) -> dict[str, Any]:
-        """Everything to continue the run and to translate; `with_snapshots` adds the
+        """Everything to continue the run and to translate, and the validation hooks'
+        entries (`hook_entries`); `with_snapshots` adds the
         weights kept for `trainer.average_last` (in `last.pt`, so a resume keeps them),
         `rank_rng` every rank's random state (data parallel)."""
         payload = {
@@ -505,6 +570,7 @@ class Trainer:
             "rng": capture_rng_states(),
             "config": OmegaConf.to_container(self.cfg, resolve=True, enum_to_str=True),
             "tokenizers": tokenizer_payload(self.data),
+            **self.hook_entries,
         }
         if with_snapshots and self.tcfg.average_last > 1:
             payload["snapshots"] = list(self.snapshots)
@@ -525,8 +591,8 @@ class Trainer:
         return path
 
     def restore(self, payload: dict[str, Any]) -> None:
-        """Continue from a checkpoint: weights, optimiser, schedule, progress, RNG and the
-        weights kept for averaging."""
+        """Continue from a checkpoint: weights, optimiser, schedule, progress, RNG, the
+        weights kept for averaging and the validation hooks' entries."""
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.schedule.load_state_dict(payload["schedule"])
@@ -535,6 +601,7 @@ class Trainer:
         self.snapshots.clear()
         if self.tcfg.average_last > 1:
             self.snapshots.extend(payload.get("snapshots", []))
+        self.hook_entries = {key: payload[key] for key in HOOK_KEYS if key in payload}
 
     def _gather_rng_states(self) -> list[dict[str, Any]]:
         """Every rank's random state, in rank order (sent as bytes: tensors in a gathered
@@ -558,6 +625,14 @@ class Trainer:
                 saved, self.ranks.world_size,
             )  # fmt: skip
         return payload["rng"]
+
+
+def _guidance(cfg: DictConfig) -> Guidance | None:
+    """The run's guided alignment (`alignment=guided`), or None."""
+    section = cfg.get("alignment")
+    if section is None or not section.guided:
+        return None
+    return Guidance.from_config(plain(section))
 
 
 def _evenly_spaced(split: Any, limit: int | None) -> Any:
@@ -589,11 +664,13 @@ class _Window:
 
     def _reset(self):
         self.loss = self.nll = None
+        self.align = self.align_rows = None  # guided alignment: L_align summed, linked rows
         self.tgt_tokens = self.src_tokens = 0
         self.started = time.perf_counter()
 
     def _clear_update(self):
         self.update_loss = self.update_nll = None
+        self.update_align = self.update_align_rows = None
         self.update_tgt_tokens = self.update_src_tokens = 0
 
     def add(self, loss_sum: torch.Tensor, nll_sum: torch.Tensor, batch: Batch) -> None:
@@ -603,11 +680,19 @@ class _Window:
         self.update_tgt_tokens += batch.num_tgt_tokens
         self.update_src_tokens += batch.num_src_tokens
 
+    def add_alignment(self, align_sum: torch.Tensor, rows: torch.Tensor) -> None:
+        """One micro-batch's guided-alignment loss, summed over its linked rows."""
+        self.update_align = _plus(self.update_align, align_sum)
+        self.update_align_rows = _plus(self.update_align_rows, rows)
+
     def commit(self, grad_norm: torch.Tensor) -> None:
         """The update was applied: its sums join the window."""
         self.grad_norm = grad_norm
         self.loss = _plus(self.loss, self.update_loss)
         self.nll = _plus(self.nll, self.update_nll)
+        if self.update_align is not None:
+            self.align = _plus(self.align, self.update_align)
+            self.align_rows = _plus(self.align_rows, self.update_align_rows)
         self.tgt_tokens += self.update_tgt_tokens
         self.src_tokens += self.update_src_tokens
         self._clear_update()
@@ -627,6 +712,8 @@ class _Window:
             "train/grad_norm": float(self.grad_norm),
             "train/tokens_per_sec": self.tgt_tokens / seconds,
         }
+        if self.align is not None:  # mean L_align per linked target position
+            stats["train/align_loss"] = self.align.item() / max(self.align_rows.item(), 1.0)
         self._reset()
         return stats
 

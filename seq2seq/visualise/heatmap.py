@@ -8,7 +8,9 @@ How to read one:
   in each cell when the matrix is at most 16 × 16 and the figure has at most 5 panels
   (more numbers would be unreadable, and slow to draw).
 * Several heads: one panel per head plus their mean, one grid row per decoder attention
-  layer. A single head: one panel per layer.
+  layer. A single head: one panel per layer. A marked panel says so in its title
+  (`layer 2 · head 3 · chosen`): the head training chose on the valid gold, the guided
+  head (`seq2seq.align.defaults`).
 * Cells whose weight is exactly 0 are hatched grey, and where a row has such cells its
   non-zero span is outlined: hard attention shows the one chosen cell, local attention
   its window; soft attention has no exact zeros and no outlines.
@@ -40,6 +42,7 @@ from matplotlib.patches import Rectangle
 from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import registry
+from seq2seq.align.defaults import HeadMark
 from seq2seq.visualise.fonts import cjk_font_family
 from seq2seq.visualise.text import WORD_BOUNDARY, display_width
 
@@ -77,6 +80,7 @@ def draw_alignment(
     title: str,
     *,
     layer_numbers: Sequence[int] | None = None,
+    marks: Mapping[tuple[int, int | None], str] | None = None,
 ) -> Figure:
     """Heatmap(s) of `weights` (layers, heads, tgt_len, src_len), one grid row per layer.
 
@@ -84,6 +88,8 @@ def draw_alignment(
     mean. Only the first column shows the target labels and the first row the source
     labels, since every panel shares them. `layer_numbers` names the layers in the panel
     titles (default 1, 2, ...; pass e.g. [3] when `weights` holds only the last of three).
+    `marks` adds a word to the titles of some panels: {(layer number, head number from 1,
+    or None for the head mean and for a one-head layer): "chosen"}.
     """
     matrices = _as_numpy(weights)  # (layers, heads, tgt_len, src_len)
     _check_shape(matrices, len(source_pieces), len(target_pieces))
@@ -93,7 +99,7 @@ def draw_alignment(
     if len(numbers) != len(matrices):
         raise ValueError(f"layer_numbers has {len(numbers)} entries for {len(matrices)} layers")
     rows = [
-        _layer_panels(number, layer, source_pieces, target_pieces)
+        _layer_panels(number, layer, source_pieces, target_pieces, marks or {})
         for number, layer in zip(numbers, matrices, strict=True)
     ]
     if len(rows) == 1 and len(rows[0]) == 1:
@@ -117,8 +123,21 @@ def figure_to_rgb(fig: Figure) -> np.ndarray:
     return np.asarray(canvas.buffer_rgba())[..., :3].copy()
 
 
-def save_translation_heatmap(translator: Any, translation: Any, path: str | Path) -> Path:
-    """PNG of the best hypothesis's attention for one `seq2seq.inference.Translation`.
+def panel_marks(marks: Sequence[HeadMark]) -> dict[tuple[int, int | None], str]:
+    """`draw_alignment`'s marks of some `HeadMark`s (counted from 0; the figure counts from
+    1): {(layer number, head number or None): "guided, chosen"}."""
+    panels: dict[tuple[int, int | None], str] = {}
+    for mark in marks:
+        key = (mark.layer + 1, None if mark.head is None else mark.head + 1)
+        panels[key] = f"{panels[key]}, {mark.label}" if key in panels else mark.label
+    return panels
+
+
+def save_translation_heatmap(
+    translator: Any, translation: Any, path: str | Path, marks: Sequence[HeadMark] = ()
+) -> Path:
+    """PNG of the best hypothesis's attention for one `seq2seq.inference.Translation`,
+    with `marks` (the guided and chosen heads) in their panels' titles.
 
     Raises ValueError when there is nothing to draw (an empty input line, or a model
     without attention / weights not requested).
@@ -132,7 +151,13 @@ def save_translation_heatmap(translator: Any, translation: Any, path: str | Path
             "or the translation was made with need_weights=False"
         )
     title = translation_title(translation.source, translation.text, translator.config)
-    fig = draw_alignment(translation.source_pieces, translation.target_pieces[0], attention, title)
+    fig = draw_alignment(
+        translation.source_pieces,
+        translation.target_pieces[0],
+        attention,
+        title,
+        marks=panel_marks(marks),
+    )
     path = Path(path)
     fig.savefig(path, dpi=150)
     return path
@@ -218,17 +243,27 @@ def _check_shape(matrices: np.ndarray, num_source: int, num_target: int) -> None
 
 
 def _layer_panels(
-    layer: int, heads: np.ndarray, source_pieces: Sequence[str], target_pieces: Sequence[str]
+    layer: int,
+    heads: np.ndarray,
+    source_pieces: Sequence[str],
+    target_pieces: Sequence[str],
+    marks: Mapping[tuple[int, int | None], str],
 ) -> list[AlignmentPanel]:
-    """heads (heads, tgt_len, src_len) → one panel per head, plus the mean when heads > 1."""
+    """heads (heads, tgt_len, src_len) → one panel per head, plus the mean when heads > 1;
+    a marked panel's title ends in its mark (`draw_alignment`)."""
     src, tgt = list(source_pieces), list(target_pieces)
+
+    def title(text: str, head: int | None) -> str:
+        mark = marks.get((layer, head))
+        return f"{text} · {mark}" if mark else text
+
     if len(heads) == 1:
-        return [AlignmentPanel(src, tgt, heads[0], f"layer {layer}")]
+        return [AlignmentPanel(src, tgt, heads[0], title(f"layer {layer}", None))]
     panels = [
-        AlignmentPanel(src, tgt, matrix, f"layer {layer} · head {head + 1}")
+        AlignmentPanel(src, tgt, matrix, title(f"layer {layer} · head {head + 1}", head + 1))
         for head, matrix in enumerate(heads)
     ]
-    mean_title = f"layer {layer} · mean of {len(heads)} heads"
+    mean_title = title(f"layer {layer} · mean of {len(heads)} heads", None)
     return panels + [AlignmentPanel(src, tgt, heads.mean(axis=0), mean_title)]
 
 

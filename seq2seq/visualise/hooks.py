@@ -22,6 +22,16 @@ argmax links (`AlignSettings()`). The model reads each sentence as the corpus ha
 Chinese unsegmented), its ids cut to `data.max_len` as validation cuts them, and its pieces
 are matched to the gold words by their characters.
 
+From the same forward pass it scores every layer × head and each layer's head mean
+(`seq2seq.align.heads`) and logs the lowest AER, `valid/aer_chosen`, with where it is,
+`valid/aer_chosen_layer` and `valid/aer_chosen_head` (from 0; -1: the head mean); a guided
+model (`alignment.guided`) also gets `valid/aer_guided`. It returns that choice for the
+checkpoints (`alignment_choice`, `seq2seq.checkpoint.AlignmentChoice`): `best.pt` holds the
+one made at its validation, and `seq2seq-align`, `seq2seq-translate --alignments` and the
+viewer use it by default (`seq2seq.align.defaults`). The AER hook runs before the image
+hook, whose panels mark the chosen head and the guided head (`alignment_heads/...` also
+draws their layers when they are not the last).
+
 Models with attention=none get no hook: they have no weights to show or score. Toy data
 gets no AER hook (its accuracy scores the same thing).
 """
@@ -31,20 +41,24 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+import torch
 from omegaconf import DictConfig
 
 from seq2seq import registry
 from seq2seq.align.aer import AlignmentCounts, corpus_counts
 from seq2seq.align.attention import teacher_forced_weights
+from seq2seq.align.defaults import HeadMark, chosen_mark, guided_mark
 from seq2seq.align.extract import AlignSettings, Sentence, links_from_attention, worded_sentence
 from seq2seq.align.gold import GoldPair, as_in_corpus, gold_set
+from seq2seq.align.heads import HeadScore, lowest_aer, score_heads
 from seq2seq.align.pharaoh import Links
 from seq2seq.build import plain
+from seq2seq.checkpoint import ALIGNMENT_CHOICE_KEY, AlignmentChoice
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.search import Hypothesis
@@ -70,6 +84,10 @@ SAMPLE_MAX_PIECES = 12  # ... each with at most this many source pieces
 TAG_TEXT_CHARS = 12  # characters of the sentence in an image tag
 ACCURACY_TAG = "valid/alignment_accuracy"
 AER_TAGS = {"aer": "valid/aer", "precision": "valid/aer_precision", "recall": "valid/aer_recall"}
+CHOSEN_TAGS = {"aer": "valid/aer_chosen", "layer": "valid/aer_chosen_layer",
+               "head": "valid/aer_chosen_head"}  # fmt: skip
+GUIDED_TAG = "valid/aer_guided"
+MEAN_HEAD = -1  # valid/aer_chosen_head of a layer's head mean
 GOLD_PART = "valid"  # the test part is kept for reporting
 
 
@@ -91,11 +109,16 @@ class ShownSentence:
     source_pieces: list[str]  # EOS included
 
 
+# marks(layers, heads): the heads to mark in a drawing of attention of that shape
+Marks = Callable[[int, int], list[HeadMark]]
+
+
 class AlignmentHook:
     """`hook(context)`: alignment images and alignment accuracy (module docstring).
 
-    `tgt_tokenizer` turns the greedy outputs into pieces and text, and `run_config` (the
-    run's composed config) names the model in each image's title.
+    `tgt_tokenizer` turns the greedy outputs into pieces and text, `run_config` (the
+    run's composed config) names the model in each image's title, and `marks` says which
+    heads the images mark (`HeadMarks`; none without).
     """
 
     def __init__(
@@ -105,6 +128,7 @@ class AlignmentHook:
         scored_links: list[list[Link]],
         tgt_tokenizer: Tokenizer,
         run_config: Mapping[str, Any],
+        marks: Marks | None = None,
     ):
         if len(scored_examples) != len(scored_links):
             raise ValueError("scored_examples and scored_links must have the same length")
@@ -113,6 +137,7 @@ class AlignmentHook:
         self.scored_links = scored_links
         self.tgt_tokenizer = tgt_tokenizer
         self.run_config = run_config
+        self.marks = marks
 
     def __call__(self, context: ValidationContext) -> None:
         started = time.perf_counter()
@@ -145,34 +170,35 @@ class AlignmentHook:
     def draw(
         self, sentence: ShownSentence, hypothesis: Hypothesis, step: int
     ) -> list[tuple[str, Figure]]:
-        """(tag, figure) pairs for the last attention layer of one greedy translation:
-        the layer itself with one head; the head mean, then every head, with several."""
+        """(tag, figure) pairs of one greedy translation: the last attention layer (its
+        head mean with several heads); then, with several heads or a marked head in another
+        layer, every head of the last layer and of the marked layers. A marked panel says
+        so in its title (`seq2seq.visualise.heatmap.draw_alignment`)."""
         tokenizer = self.tgt_tokenizer
         draw_alignment, translation_title = heatmap().draw_alignment, heatmap().translation_title
         title = translation_title(
             sentence.text, tokenizer.decode(hypothesis.tokens), self.run_config, step
         )
         target_pieces = [tokenizer.id_to_piece(i) for i in hypothesis.tokens] + [EOS_PIECE]
-        layers = hypothesis.attention.size(0)
-        last_layer = hypothesis.attention[-1:]  # (1, heads, tgt_len, src_len)
-        heads = last_layer.size(1)
+        attention = hypothesis.attention  # (layers, heads, tgt_len, src_len)
+        layers, heads = attention.shape[:2]
+        marks = heatmap().panel_marks(self.marks(layers, heads) if self.marks else [])
+        shown = sorted({layers - 1, *(layer - 1 for layer, _ in marks)})  # from 0
 
-        def draw(weights, suffix: str = "") -> Figure:
-            return draw_alignment(
-                sentence.source_pieces,
-                target_pieces,
-                weights,
-                title + suffix,
-                layer_numbers=[layers],
-            )
+        def draw(weights, numbers: list[int], suffix: str = "") -> Figure:
+            return draw_alignment(sentence.source_pieces, target_pieces, weights,
+                                  title + suffix, layer_numbers=numbers, marks=marks)  # fmt: skip
 
-        if heads == 1:
-            return [(sentence.tag, draw(last_layer))]
-        head_mean = last_layer.mean(dim=1, keepdim=True)  # (1, 1, tgt_len, src_len)
-        return [
-            (sentence.tag, draw(head_mean, f" · mean of {heads} heads")),
-            (heads_tag(sentence.tag), draw(last_layer)),
-        ]
+        last_layer = attention[-1:]  # (1, heads, tgt_len, src_len)
+        summary = last_layer.mean(dim=1, keepdim=True)  # (1, 1, tgt_len, src_len)
+        suffix = f" · mean of {heads} heads" if heads > 1 else ""
+        if (layers, None) in marks:  # a one-panel figure shows no panel title
+            suffix += f" · {marks[layers, None]}"
+        images = [(sentence.tag, draw(summary, [layers], suffix))]
+        if heads > 1 or shown != [layers - 1]:
+            every = draw(attention[shown], [layer + 1 for layer in shown])
+            images.append((heads_tag(sentence.tag), every))
+        return images
 
 
 @dataclass
@@ -188,30 +214,70 @@ class GoldExample:
 
 
 class AerHook:
-    """`hook(context)`: AER, precision and recall on a gold set (module docstring)."""
+    """`hook(context) -> {"alignment_choice": ...} | None`: AER, precision and recall of
+    `settings` on a gold set, and the layer × head with the lowest AER (module docstring).
+    `config`, the run's config, names a guided model's guided head."""
 
-    def __init__(self, examples: list[GoldExample], settings: AlignSettings | None = None):
+    def __init__(
+        self,
+        examples: list[GoldExample],
+        settings: AlignSettings | None = None,
+        config: Any = None,
+    ):
         self.examples = examples
         self.settings = settings or AlignSettings()
+        self.config = config
+        self.choice: AlignmentChoice | None = None  # the latest validation's choice
 
-    def __call__(self, context: ValidationContext) -> None:
+    def __call__(self, context: ValidationContext) -> dict[str, Any] | None:
         started = time.perf_counter()
-        counts = self.counts(context.model, context.device)
-        if counts is not None:
-            context.logger.scalars(aer_scalars(counts), context.step)
+        attentions = self.attentions(context.model, context.device)
+        if attentions is None:
+            return None
+        scalars = aer_scalars(self.counts_of(attentions))
+        scores = score_heads(attentions, [(e.source, e.target) for e in self.examples],
+                             [e.links for e in self.examples], self.settings)  # fmt: skip
+        best = lowest_aer(scores)
+        if best is not None:
+            self.choice = AlignmentChoice(
+                best.settings.layer, best.settings.head, best.aer, context.step
+            )
+            scalars.update(chosen_scalars(best))
+            log.info("step %d: lowest valid AER %.4f at layer %d, head %s (%s %s)",
+                     context.step, best.aer, best.settings.layer, _head_text(best.settings.head),
+                     AER_TAGS["aer"], _shown(scalars.get(AER_TAGS["aer"])))  # fmt: skip
+        scalars.update(self.guided_scalars(scores, *attentions[0].shape[:2]))
+        context.logger.scalars(scalars, context.step)
         log.debug("AER hook took %.2f s", time.perf_counter() - started)
+        return None if self.choice is None else {ALIGNMENT_CHOICE_KEY: self.choice.as_payload()}
+
+    def attentions(self, model, device) -> list[torch.Tensor] | None:
+        """Each example's teacher-forced attention (layers, heads, tgt_len, src_len); None
+        without attention or examples."""
+        examples = [(example.source_ids, example.target_ids) for example in self.examples]
+        return teacher_forced_weights(model, examples, device) if examples else None
 
     def counts(self, model, device) -> AlignmentCounts | None:
         """The link counts of the model's teacher-forced attention; None without attention."""
-        examples = [(example.source_ids, example.target_ids) for example in self.examples]
-        attentions = teacher_forced_weights(model, examples, device) if examples else None
-        if attentions is None:
-            return None
+        attentions = self.attentions(model, device)
+        return None if attentions is None else self.counts_of(attentions)
+
+    def counts_of(self, attentions: list[torch.Tensor]) -> AlignmentCounts:
+        """The link counts of `settings` over the examples, from their attention."""
         proposed = [
             links_from_attention(attention, example.source, example.target, self.settings)
             for attention, example in zip(attentions, self.examples, strict=True)
         ]
         return corpus_counts(proposed, [example.links for example in self.examples])
+
+    def guided_scalars(self, scores: list[HeadScore], layers: int, heads: int) -> dict[str, float]:
+        """{GUIDED_TAG: AER} of a guided model's guided head; {} when not guided."""
+        mark = guided_mark(self.config, layers, heads) if self.config is not None else None
+        if mark is None:
+            return {}
+        by_head = {(score.settings.layer, score.settings.head): score.aer for score in scores}
+        aer = by_head.get((mark.layer, mark.head))
+        return {} if aer is None else {GUIDED_TAG: aer}
 
 
 def aer_scalars(counts: AlignmentCounts) -> dict[str, float]:
@@ -220,18 +286,51 @@ def aer_scalars(counts: AlignmentCounts) -> dict[str, float]:
     return {tag: value for tag, value in values.items() if value is not None}
 
 
+def chosen_scalars(best: HeadScore) -> dict[str, float]:
+    """CHOSEN_TAGS of the lowest AER: the AER, its layer and head (MEAN_HEAD: the mean)."""
+    head = MEAN_HEAD if best.settings.head is None else best.settings.head
+    values = {"aer": best.aer, "layer": best.settings.layer, "head": head}
+    return {CHOSEN_TAGS[name]: float(value) for name, value in values.items()}
+
+
+def _head_text(head: int | None) -> str:
+    return "mean" if head is None else str(head)
+
+
+def _shown(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+@dataclass
+class HeadMarks:
+    """`marks(layers, heads)`: the heads an image marks, for attention of that shape: the
+    guided head of the run's config, and the AER hook's latest choice (which runs first)."""
+
+    config: Any = None
+    aer_hook: AerHook | None = None
+
+    def __call__(self, layers: int, heads: int) -> list[HeadMark]:
+        marks = [guided_mark(self.config, layers, heads)] if self.config is not None else []
+        if self.aer_hook is not None:
+            marks.append(chosen_mark(self.aer_hook.choice, heads))
+        return [mark for mark in marks if mark is not None]
+
+
 def alignment_hooks(cfg: DictConfig, data: Any) -> list[ValidationHook]:
-    """The hooks for a run: none without attention, toy examples or corpus probes (short
-    valid sentences, unscored, for a pair without probes), and AER where a gold set is."""
+    """The hooks for a run: none without attention; AER where a gold set is, first; toy
+    examples or corpus probes (short valid sentences, unscored, for a pair without
+    probes), their images marking the guided and the chosen head."""
     if registry.of_node("attention", cfg.attention).name == "none":
         return []
     run_config = plain(cfg)
     if cfg.data.kind == "toy":
-        return [toy_hook(cfg.data.toy_task, data, run_config)]
+        return [toy_hook(cfg.data.toy_task, data, run_config, HeadMarks(cfg))]
+    aer = aer_hooks(cfg, data)  # first: the images mark the head it chooses
+    marks = HeadMarks(cfg, aer[0] if aer else None)
     probes = probes_for(cfg.data.src_lang, cfg.data.tgt_lang, cfg.logging.probe_file)
     if probes:
-        return [probe_hook(probes, data, run_config), *aer_hooks(cfg, data)]
-    return [*sample_hooks(cfg, data, run_config), *aer_hooks(cfg, data)]
+        return [*aer, probe_hook(probes, data, run_config, marks)]
+    return [*aer, *sample_hooks(cfg, data, run_config, marks)]
 
 
 def aer_hooks(cfg: DictConfig, data: Any) -> list[AerHook]:
@@ -244,7 +343,7 @@ def aer_hooks(cfg: DictConfig, data: Any) -> list[AerHook]:
     examples = [example for example in examples if example.source_ids and example.target_ids]
     log.info("scoring %s on %d hand-aligned %s pairs of the gold set for %s→%s",
              AER_TAGS["aer"], len(examples), GOLD_PART, src_lang, tgt_lang)  # fmt: skip
-    return [AerHook(examples)]
+    return [AerHook(examples, config=cfg)]
 
 
 def gold_example(
@@ -266,7 +365,9 @@ def gold_side(
     return ids, worded_sentence(tokenizer, words_text, text, len(ids))
 
 
-def probe_hook(probes: list, data: Any, run_config: Mapping[str, Any]) -> AlignmentHook:
+def probe_hook(
+    probes: list, data: Any, run_config: Mapping[str, Any], marks: Marks | None = None
+) -> AlignmentHook:
     """Draw and score the probes (references teacher-forced for the accuracy)."""
     encoded = [encode_probe(probe, data.src_tokenizer, data.tgt_tokenizer) for probe in probes]
     shown = [
@@ -280,10 +381,12 @@ def probe_hook(probes: list, data: Any, run_config: Mapping[str, Any]) -> Alignm
     ]
     scored = [(probe.source_ids, probe.target_ids) for probe in encoded]
     links = [probe.links for probe in encoded]
-    return AlignmentHook(shown, scored, links, data.tgt_tokenizer, run_config)
+    return AlignmentHook(shown, scored, links, data.tgt_tokenizer, run_config, marks)
 
 
-def toy_hook(task: str, data: Any, run_config: Mapping[str, Any]) -> AlignmentHook:
+def toy_hook(
+    task: str, data: Any, run_config: Mapping[str, Any], marks: Marks | None = None
+) -> AlignmentHook:
     """Draw the first valid examples, score up to TOY_SCORED of them against the gold
     (anti-)diagonal."""
     examples = [(list(src), list(tgt)) for src, tgt in data.valid.examples[:TOY_SCORED]]
@@ -293,10 +396,12 @@ def toy_hook(task: str, data: Any, run_config: Mapping[str, Any]) -> AlignmentHo
         for index, (src, _) in enumerate(examples[:TOY_SHOWN])
     ]
     links = [toy_links(task, len(src)) for src, _ in examples]
-    return AlignmentHook(shown, examples, links, data.tgt_tokenizer, run_config)
+    return AlignmentHook(shown, examples, links, data.tgt_tokenizer, run_config, marks)
 
 
-def sample_hooks(cfg: DictConfig, data: Any, run_config: Mapping[str, Any]) -> list[AlignmentHook]:
+def sample_hooks(
+    cfg: DictConfig, data: Any, run_config: Mapping[str, Any], marks: Marks | None = None
+) -> list[AlignmentHook]:
     """For a pair without probes: draw `sample_sentences`, score nothing (no gold links)."""
     pair = f"{cfg.data.src_lang}→{cfg.data.tgt_lang}"
     shown = sample_sentences(data)
@@ -314,7 +419,7 @@ def sample_hooks(cfg: DictConfig, data: Any, run_config: Mapping[str, Any]) -> l
         "(set logging.probe_file to score alignments): %s",
         pair, len(shown), SAMPLE_MAX_PIECES, ACCURACY_TAG, texts,
     )  # fmt: skip
-    return [AlignmentHook(shown, [], [], data.tgt_tokenizer, run_config)]
+    return [AlignmentHook(shown, [], [], data.tgt_tokenizer, run_config, marks)]
 
 
 def sample_sentences(data: Any) -> list[ShownSentence]:

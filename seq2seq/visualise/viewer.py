@@ -21,6 +21,11 @@ script puts text into the page with `textContent` only. Hover a row piece (or a 
 heatmap) to shade the column pieces by its weights, a column piece for the reverse, a cell
 for its exact weight; buttons switch the kind of attention, the layer and the head (or the
 mean over heads).
+
+The cross-attention buttons mark the head training chose on the valid gold and a guided
+model's guided head (`seq2seq.align.defaults.head_marks`; the mark is drawn by CSS, so a
+button's text stays its number), and the page opens on the head alignments are read from
+by default (`default_settings`); with neither, it opens on the first layer's head mean.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from typing import Any
 
 import torch
 
+from seq2seq.align.defaults import DEFAULT, default_settings, head_marks
+from seq2seq.align.extract import AlignmentError
 from seq2seq.data.batching import collate
 from seq2seq.inference import Translation, Translator
 from seq2seq.models.attention import recording_weights
@@ -165,8 +172,27 @@ def viewer_data(
     if not sentences:
         raise ViewerError("nothing to show: every input line is empty")
     config = translator.config
+    layers = len(sentences[0]["views"][0]["layers"])  # of the cross-attention, shown first
     return {"title": title, "pair": f"{config.data.src_lang}→{config.data.tgt_lang}",
-            "model": run_title(config), "sentences": sentences}  # fmt: skip
+            "model": run_title(config), "sentences": sentences,
+            "alignment": alignment_data(translator, layers)}  # fmt: skip
+
+
+def alignment_data(translator: Translator, layers: int) -> dict[str, Any]:
+    """The marked heads of the cross-attention (layer and head from 0, head None for the
+    mean), where the page opens (module docstring) and that choice in words."""
+    try:
+        found, marks = default_settings(translator), head_marks(translator)
+    except AlignmentError as error:
+        raise ViewerError(str(error)) from error
+    start: dict[str, Any] = {"layer": 0, "head": "mean"}
+    if found.source != DEFAULT:
+        head = found.settings.head
+        start = {"layer": found.settings.layer % layers, "head": "mean" if head is None else head}
+    return {"description": found.description, "source": found.source,
+            "reason": found.reason, "start": start,
+            "marks": [{"layer": mark.layer, "head": mark.head, "label": mark.label,
+                       "reason": mark.reason} for mark in marks]}  # fmt: skip
 
 
 # ---------------------------------------------------------------- the page
@@ -190,17 +216,27 @@ def viewer_html(data: dict[str, Any]) -> str:
     return re.sub(r"@@(TITLE|STYLE|DATA|SCRIPT)@@", lambda match: parts[match.group(1)], PAGE)
 
 
+def opening_line(data: dict[str, Any]) -> str:
+    """Where the page of `data` opens and which head it marks, in words (for a message)."""
+    alignment = data["alignment"]
+    if alignment["source"] == DEFAULT:
+        return "it marks no head (the checkpoint stores no choice) and opens on layer 1, head mean"
+    start = alignment["start"]
+    head = "head mean" if start["head"] == "mean" else f"head {start['head'] + 1}"
+    return f"it opens on layer {start['layer'] + 1}, {head} ({alignment['reason']})"
+
+
 def write_viewer(
     path: str | Path,
     translator: Translator,
     translations: Sequence[Translation],
     references: Sequence[str | None] | None = None,
-) -> Path:
-    """Write the viewer page of `translations` (made with need_weights=True) to `path`."""
-    path = Path(path)
-    page = viewer_html(viewer_data(translator, translations, references))
-    path.write_text(page, encoding="utf-8")
-    return path
+) -> dict[str, Any]:
+    """Write the viewer page of `translations` (made with need_weights=True) to `path`;
+    returns the page's data (`viewer_data`)."""
+    data = viewer_data(translator, translations, references)
+    Path(path).write_text(viewer_html(data), encoding="utf-8")
+    return data
 
 
 PAGE = """<!DOCTYPE html>
@@ -222,6 +258,7 @@ PAGE = """<!DOCTYPE html>
 </section>
 <section id="texts"></section>
 <p id="note"></p>
+<p id="marks"></p>
 <p id="readout" aria-live="polite"></p>
 <section id="strips">
   <div class="strip"><span class="side" id="column-side"></span><span id="column-pieces"></span></div>
@@ -239,12 +276,14 @@ PAGE_STYLE = """
 body { font: 15px/1.45 system-ui, "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", sans-serif;
        margin: 1.2em 2em; color: #222; }
 h1 { font-size: 1.3em; margin: 0; }
-#meta, #note { color: #555; margin: .2em 0; }
+#meta, #note, #marks { color: #555; margin: .2em 0; }
 #controls { display: flex; flex-wrap: wrap; gap: .6em 1.6em; margin: .8em 0; align-items: center; }
 .group > span:first-child { margin-right: .4em; color: #555; }
 button { font: inherit; padding: .1em .55em; margin: 0 .15em .15em 0; border: 1px solid #999;
          background: #f6f6f6; border-radius: 3px; cursor: pointer; }
 button[aria-pressed="true"] { background: #2563eb; border-color: #2563eb; color: #fff; }
+button[data-mark] { border-color: #f59e0b; box-shadow: inset 0 -3px 0 #f59e0b; }
+button[data-mark]::after { content: " · " attr(data-mark); font-size: .8em; }
 #texts p { margin: .15em 0; }
 #texts b { display: inline-block; min-width: 6em; color: #555; font-weight: normal; }
 #readout { min-height: 1.5em; font-variant-numeric: tabular-nums; background: #f3f6fb;
@@ -268,7 +307,8 @@ button[aria-pressed="true"] { background: #2563eb; border-color: #2563eb; color:
 PAGE_SCRIPT = r"""
 "use strict";
 const data = JSON.parse(document.getElementById("attention-data").textContent);
-const state = { sentence: 0, view: 0, layer: 0, head: "mean" };
+const alignment = data.alignment || { marks: [], start: { layer: 0, head: "mean" } };
+const state = { sentence: 0, view: 0, layer: alignment.start.layer, head: alignment.start.head };
 const byId = (id) => document.getElementById(id);
 
 function element(tag, className, text) {
@@ -295,11 +335,24 @@ function shade(node, weight) {
   node.style.color = weight > 0.55 ? "#fff" : "";
 }
 
-function buttons(container, labels, selected, choose) {
+function viewMarks(view) {
+  return view.name === "cross" ? alignment.marks : [];
+}
+
+function markText(marks) {
+  return marks.map((mark) => mark.label).filter((label, index, all) => all.indexOf(label) === index).join(", ");
+}
+
+function buttons(container, labels, selected, choose, marks) {
   container.replaceChildren();
   labels.forEach((label, index) => {
     const button = element("button", "", label);
     button.setAttribute("aria-pressed", String(index === selected));
+    const marked = marks ? marks[index] : [];
+    if (marked.length > 0) {
+      button.dataset.mark = markText(marked);
+      button.title = marked.map((mark) => mark.label + ": " + mark.reason).join("; ");
+    }
     button.addEventListener("click", () => { choose(index); render(); });
     container.append(button);
   });
@@ -318,11 +371,15 @@ function renderControls() {
   const { sentence, view } = current();
   buttons(byId("views"), sentence.views.map((v) => v.title), state.view,
           (index) => { state.view = index; clampState(); });
+  const marks = viewMarks(view);
   buttons(byId("layers"), view.layers.map((_, index) => String(index + 1)), state.layer,
-          (index) => { state.layer = index; });
+          (index) => { state.layer = index; },
+          view.layers.map((_, index) => marks.filter((mark) => mark.layer === index)));
   const heads = ["mean"].concat(view.layers[state.layer].heads.map((_, index) => String(index + 1)));
+  const inLayer = marks.filter((mark) => mark.layer === state.layer);
   buttons(byId("heads"), heads, state.head === "mean" ? 0 : state.head + 1,
-          (index) => { state.head = index === 0 ? "mean" : index - 1; });
+          (index) => { state.head = index === 0 ? "mean" : index - 1; },
+          heads.map((_, index) => inLayer.filter((mark) => mark.head === (index === 0 ? null : index - 1))));
 }
 
 function clampState() {
@@ -345,6 +402,9 @@ function renderTexts() {
     texts.append(line);
   }
   byId("note").textContent = view.title + ", layer " + (state.layer + 1) + ", " + headName() + ". " + view.note + ".";
+  byId("marks").textContent = viewMarks(view).map((mark) => "Marked " + mark.label + ": layer " +
+    (mark.layer + 1) + ", " + (mark.head === null ? "head mean" : "head " + (mark.head + 1)) +
+    " (" + mark.reason + ").").join(" ");
 }
 
 function sides(view) {

@@ -18,6 +18,10 @@ work here too.
 Incremental decoding keeps, per layer, the projected self-attention keys and values of all
 earlier positions in the state (`(B, heads, t, head_dim)`, grown with `torch.cat` on dim 2);
 the cross-attention keys and values are projected once, in `init_state`.
+
+`full_context` runs the teacher-forced pass without the future mask: self-attention sees
+every real target position, before and after (the alignment pass of Garg et al. 2019,
+whose cross-attention guided alignment supervises; `seq2seq.training.guidance`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from seq2seq.models.costs import width_change
 from seq2seq.models.decoders.common import (
     CachedDecoder,
     check_memory,
+    check_target,
     stack_layers,
     target_positions,
 )
@@ -77,15 +82,20 @@ class TransformerDecoderLayer(nn.Module):
         src_mask: torch.Tensor,
         positions: torch.Tensor,
         need_weights: bool,
+        target_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, KeyValue]:
         """x (B, T, hidden) continuing after the `past` self-attention keys/values (or None).
+        `target_mask` (B, T) bool, True = real target: self-attention sees every real
+        position, not only the earlier ones (no future mask); None: causal.
 
         Returns x (B, T, hidden), cross-attention weights (B, H, T, S) or None, and the
         self-attention keys/values of all positions so far.
         """
         normed = self.self_norm(x)  # (B, T, hidden)
         present = self._project_self(normed, past)  # (B, H, past + T, head_dim) each
-        context, _ = self.self_attention.attend(normed, *present, causal=True, need_weights=False)
+        context, _ = self.self_attention.attend(
+            normed, *present, target_mask, causal=target_mask is None, need_weights=False
+        )
         x = x + self.dropout(context)
         normed = self.cross_norm(x)
         context, weights = self.cross_attention.attend(
@@ -187,10 +197,24 @@ class TransformerDecoder(CachedDecoder):
             "position": 0,
         }
 
+    def full_context(
+        self, tgt_embedded: torch.Tensor, state: DecoderState, target_mask: torch.Tensor
+    ) -> torch.Tensor | None:
+        """Teacher forcing without the future mask (module docstring): `(B, T, embed_dim)`,
+        `target_mask (B, T)` bool -> the cross-attention weights `(B, layers, H, T, S)`."""
+        check_target(tgt_embedded, self.embed_dim, single_step=False)
+        _, attn, _ = self._run(tgt_embedded, state, True, target_mask)
+        return attn
+
     def _run(
-        self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool
+        self,
+        tgt_embedded: torch.Tensor,
+        state: DecoderState,
+        need_weights: bool,
+        target_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, DecoderState]:
-        """Run T positions after the state's cached ones; return the state extended by T."""
+        """Run T positions after the state's cached ones; return the state extended by T.
+        `target_mask`: see `TransformerDecoderLayer.forward` (teacher forcing only)."""
         offset, length = state["position"], tgt_embedded.size(1)
         x = self.dropout(self.positions(self.input_proj(tgt_embedded), offset))  # (B, T, hidden)
         query_positions = target_positions(offset, length, x.device)  # (T,)
@@ -199,7 +223,7 @@ class TransformerDecoder(CachedDecoder):
             past = _cached(state, index)
             cross = (state["cross_keys"][index], state["cross_values"][index])
             x, layer_weights, (keys, values) = layer(
-                x, past, cross, state["src_mask"], query_positions, need_weights
+                x, past, cross, state["src_mask"], query_positions, need_weights, target_mask
             )
             weights.append(layer_weights)  # (B, H, T, S) or None
             self_keys.append(keys)
