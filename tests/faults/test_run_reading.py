@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,24 +27,29 @@ pytestmark = pytest.mark.attack("runs")
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 DAMAGED = "2_attention=general"
 
-RESULTS_DAMAGE = {  # results.json contents → what the one line says
-    "truncated": (b'{"test": {"bleu": 12.0, "ch', "not valid JSON"),
-    "empty": (b"", "empty file"),
-    "a list": (b"[1, 2, 3]", "not a JSON object (got a list)"),
-    "a string step count": (b'{"steps": "sixty"}', "steps must be an integer, got 'sixty'"),
-    "test not an object": (b'{"test": [1]}', "test must be an object, got a list"),
-    "a string test bleu": (b'{"test": {"bleu": "high"}}', "test.bleu must be a number"),
-    "a boolean parameter count": (b'{"parameters": true}', "parameters must be an integer"),
-    "binary bytes": (b"\x00\xff\xfe\x81", "not UTF-8 text"),
-}
-CONFIG_DAMAGE = {  # .hydra/config.yaml contents → what the one line says
-    "binary bytes": (b"\x00\xff\xfe\x81garbage", "not UTF-8 text"),
-    "unbalanced YAML": (b"attention: {score: [dot\n", "not valid YAML"),
-    "a scalar": (b"garbage\n", "not a YAML mapping (got a string)"),
-    "a list": (b"- 1\n- 2\n", "not a YAML mapping (got a list)"),
-    "no model groups": (b"foo: bar\n", "no encoder settings"),
-    "empty": (b"", "not a YAML mapping (got nothing)"),
-}
+# A damaged file of the third run: (its path in the run folder, its content, what the one
+# line about it says).
+RESULTS, CONFIG = "results.json", ".hydra/config.yaml"
+DAMAGE = {
+    "results truncated": (RESULTS, b'{"test": {"bleu": 12.0, "ch', "not valid JSON"),
+    "results empty": (RESULTS, b"", "empty file"),
+    "results a list": (RESULTS, b"[1, 2, 3]", "not a JSON object (got a list)"),
+    "results a string step count": (RESULTS, b'{"steps": "sixty"}',
+                                    "steps must be an integer, got 'sixty'"),
+    "results test not an object": (RESULTS, b'{"test": [1]}', "test must be an object, got a list"),
+    "results a string test bleu": (RESULTS, b'{"test": {"bleu": "high"}}',
+                                   "test.bleu must be a number"),
+    "results a boolean parameter count": (RESULTS, b'{"parameters": true}',
+                                          "parameters must be an integer"),
+    "results binary bytes": (RESULTS, b"\x00\xff\xfe\x81", "not UTF-8 text"),
+    "config binary bytes": (CONFIG, b"\x00\xff\xfe\x81garbage", "not UTF-8 text"),
+    "config unbalanced YAML": (CONFIG, b"attention: {score: [dot\n", "not valid YAML"),
+    "config a scalar": (CONFIG, b"garbage\n", "not a YAML mapping (got a string)"),
+    "config a list": (CONFIG, b"- 1\n- 2\n", "not a YAML mapping (got a list)"),
+    "config no model groups": (CONFIG, b"foo: bar\n", "no encoder settings"),
+    "config empty": (CONFIG, b"", "not a YAML mapping (got nothing)"),
+}  # fmt: skip
+READERS = {RESULTS: read_results, CONFIG: read_config}
 
 
 @pytest.fixture
@@ -78,10 +84,10 @@ def assert_left_out(err: str, path: Path, reason: str, count: int = 1) -> None:
 # ---------------------------------------------------------------- compare.py: the table
 
 
-@pytest.mark.parametrize("damage", RESULTS_DAMAGE.values(), ids=RESULTS_DAMAGE)
-def test_a_damaged_results_file_leaves_its_run_out_of_the_table(sweep, tmp_path, capsys, damage):
-    content, reason = damage
-    path = sweep / DAMAGED / "results.json"
+@pytest.mark.parametrize("damage", DAMAGE.values(), ids=DAMAGE)
+def test_a_damaged_file_leaves_its_run_out_of_the_table(sweep, tmp_path, capsys, damage):
+    name, content, reason = damage
+    path = sweep / DAMAGED / name
     path.write_bytes(content)
     out = tmp_path / "out"
     assert table(sweep, out) == 0
@@ -89,17 +95,6 @@ def test_a_damaged_results_file_leaves_its_run_out_of_the_table(sweep, tmp_path,
     assert csv_runs(out) == ["0_attention=dot", "1_attention=additive"]
     report = (out / "COMPARISON.md").read_text(encoding="utf-8")
     assert "1 run could not be read and was left out" in report and str(path) in report
-
-
-@pytest.mark.parametrize("damage", CONFIG_DAMAGE.values(), ids=CONFIG_DAMAGE)
-def test_a_garbage_config_leaves_its_run_out_of_the_table(sweep, tmp_path, capsys, damage):
-    content, reason = damage
-    path = sweep / DAMAGED / ".hydra" / "config.yaml"
-    path.write_bytes(content)
-    out = tmp_path / "out"
-    assert table(sweep, out) == 0
-    assert_left_out(capsys.readouterr().err, path, reason)
-    assert csv_runs(out) == ["0_attention=dot", "1_attention=additive"]
 
 
 def test_a_config_with_a_string_seed_or_a_broken_interpolation_is_left_out(
@@ -199,12 +194,14 @@ def test_link_into_skips_a_run_whose_overrides_cannot_be_read(sweep, tmp_path, c
 # ---------------------------------------------------------------- the library readers
 
 
-@pytest.mark.parametrize("damage", RESULTS_DAMAGE.values(), ids=RESULTS_DAMAGE)
-def test_read_results_validates_what_it_reads(tmp_path, damage):
-    content, reason = damage
-    (tmp_path / "results.json").write_bytes(content)
-    with pytest.raises(RunReadError, match=r"results\.json: ") as raised:
-        read_results(tmp_path)
+@pytest.mark.parametrize("damage", DAMAGE.values(), ids=DAMAGE)
+def test_the_readers_validate_what_they_read(tmp_path, damage):
+    name, content, reason = damage
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    with pytest.raises(RunReadError, match=rf"{re.escape(path.name)}: ") as raised:
+        READERS[name](tmp_path)
     assert reason in str(raised.value)
 
 
@@ -212,16 +209,6 @@ def test_read_results_keeps_a_valid_file_and_a_missing_one(tmp_path):
     assert read_results(tmp_path) == {}  # still running, or crashed
     (tmp_path / "results.json").write_text(json.dumps(results(10, 1.5)), encoding="utf-8")
     assert read_results(tmp_path) == results(10, 1.5)
-
-
-@pytest.mark.parametrize("damage", CONFIG_DAMAGE.values(), ids=CONFIG_DAMAGE)
-def test_read_config_validates_what_it_reads(tmp_path, damage):
-    content, reason = damage
-    (tmp_path / ".hydra").mkdir()
-    (tmp_path / ".hydra" / "config.yaml").write_bytes(content)
-    with pytest.raises(RunReadError, match=r"config\.yaml: ") as raised:
-        read_config(tmp_path)
-    assert reason in str(raised.value)
 
 
 def test_best_choice_reports_unreadable_runs_when_asked(sweep):
