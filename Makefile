@@ -76,96 +76,42 @@ bench-peer: $(STAMP)
 bench-data: $(STAMP)
 	$(PY) scripts/bench_data.py $(ARGS)
 
-# Two Hydra sweeps with the same data, split, step budget and parameter budget (±10%), each
-# configuration trained SEEDS times (trainer.seed = 1234, 1235, ...: the initialisation and
-# the data order change, the split's data.seed never does):
-#   attention/: the GRU model (compare_gru) with every attention preset (sparsemax and
-#               1.5-entmax included);
+# The comparison of COMPARISON.md, `seq2seq-compare` (seq2seq/runs/comparison.py; its settings:
+# configs/compare/). Two Hydra sweeps with the same data, split, step budget and parameter
+# budget (±10%), each configuration trained SEEDS times (trainer.seed = 1234, 1235, ...: the
+# initialisation and the data order change, the split's data.seed never does):
+#   attention/: the GRU model (compare_gru) with every attention preset;
 #   encoders/:  the attention with the best mean valid BLEU in attention/ (or ATTENTION=<preset>)
-#               with every encoder/decoder family; the GRU runs of every seed are linked
+#               with every other encoder/decoder family; the GRU runs of every seed are linked
 #               from attention/ instead of being trained again;
-# then scripts/compare.py writes COMPARISON.md, comparison.csv and the alignment images: one
+# then eflomal's test AER (the aligner row; COMPARE_DATA: its prepared corpus, by default the
+# runs' own) and the summary: COMPARISON.md, comparison.csv and the alignment images, one
 # table row per configuration (mean ± std over its seeds; the CSV keeps one row per seed),
 # paired bootstrap tests of test BLEU (1,000 resamples) against each sweep's baseline
 # (attention=none; the GRU) seed by seed, 95% intervals, and the test AER of every model on
-# the hand-aligned gold pairs. BASELINE_AER="a.json b.json" adds word aligners' test AER
-# (the file format: scripts/compare.py). Conclusions are drawn only where a difference is
-# significant for every seed.
-# Full: 600 updates of 2,048-token batches (~4 epochs) of the width-96 compare presets
-# per run, 2-4 min each on 2 cores; 15 configurations × SEEDS=3 = 45 runs, about 2 h with
-# JOBS=1 (COMPARISON.md: the measured time, and what this budget costs against convergence).
-# `make compare BUDGET=small` (60 steps, SEEDS=1 unless given, about 20 min) writes into its
-# sweep folder. JOBS=N trains N runs at once (Hydra's joblib launcher, one process each),
-# each with cores/N torch threads (at least 1): for a machine with more cores than one run
-# uses well. JOBS=1 (the default) trains one run after another, with torch's threads.
+# the hand-aligned gold pairs. BASELINE_AER="a.json b.json" adds other word aligners' test
+# AER (the file format: seq2seq/runs/aer_rows.py).
+# BUDGET=full: 600 updates per run, SEEDS=3, about 2 h with JOBS=1, written to ./COMPARISON.md;
+# BUDGET=small: 60 updates, SEEDS=1, about 20 min, written into its compare folder. JOBS=N
+# trains N runs at once (Hydra's joblib launcher), each with cores/N torch threads. ARGS: more
+# settings of seq2seq-compare (`seq2seq-compare --cfg job` lists them).
 # The stages can be run alone with the same COMPARE_DIR, e.g. to finish a compare:
 #   make compare-encoders compare-summary COMPARE_DIR=multirun/compare_full/DATE
 BUDGET    ?= full
 ATTENTION ?= best
-SEEDS_full  := 3
-SEEDS_small := 1
-SEEDS     ?= $(SEEDS_$(BUDGET))
-SEED_BASE := 1234# the presets' trainer.seed: seed 1 of a sweep is the run a plain training makes
 JOBS      ?= 1
-CORES     := $(shell nproc 2>/dev/null || echo 1)
-COMPARE_SEEDS   := $(shell seq -s, $(SEED_BASE) $$(( $(SEED_BASE) + $(SEEDS) - 1 )) 2>/dev/null)
-ifeq ($(JOBS),1)
-COMPARE_LAUNCHER :=
-COMPARE_THREADS  := 0# torch's default, as a single training uses
-else
-COMPARE_LAUNCHER := hydra/launcher=joblib hydra.launcher.n_jobs=$(JOBS)
-COMPARE_THREADS  := $(shell n=$$(( $(CORES) / $(JOBS) )) 2>/dev/null; [ "$${n:-0}" -ge 1 ] && echo $$n || echo 1)
-endif
 COMPARE_TIME := $(shell date +%Y-%m-%d_%H-%M-%S)
-COMPARE_DIR  ?= multirun/compare_$(BUDGET)/$(COMPARE_TIME)
-COMPARE_full  := trainer.max_steps=600 trainer.valid_every=150
-COMPARE_small := trainer.max_steps=60 trainer.valid_every=60 trainer.valid_max_sentences=200 \
-                 trainer.test_search.beam_size=1 schedule.warmup_steps=30
-COMPARE_OUT_full  := .
-COMPARE_OUT_small := $(COMPARE_DIR)
-# Name run folders by what differs, the seed included
-# (`0_+experiment=compare_gru,attention=none,trainer.seed=1234`), not the budget or threads.
-COMPARE_NAMES := 'hydra.job.config.override_dirname.exclude_keys=[trainer.max_steps,\
-trainer.valid_every,trainer.valid_max_sentences,trainer.test_search.beam_size,\
-schedule.warmup_steps,logging.progress_bar,trainer.threads]'
-COMPARE_ARGS = $(COMPARE_$(BUDGET)) trainer.seed=$(COMPARE_SEEDS) \
-  trainer.threads=$(COMPARE_THREADS) logging.progress_bar=false $(COMPARE_LAUNCHER) $(COMPARE_NAMES)
-COMPARE_CHECK = test -n "$(COMPARE_$(BUDGET))" || { echo "BUDGET must be full or small, not $(BUDGET)"; exit 1; }; \
-  test -n "$(COMPARE_SEEDS)" || { echo "SEEDS must be a number >= 1, not $(SEEDS)"; exit 1; }; \
-  case "$(JOBS)" in ''|0*|*[!0-9]*) echo "JOBS must be a number >= 1, not $(JOBS)"; exit 1;; esac
-CHOSEN_ATTENTION = $(COMPARE_DIR)/encoders_attention.txt
+COMPARE_DIR ?= multirun/compare_$(BUDGET)/$(COMPARE_TIME)# one per make call, for every stage
+comma := ,
+space := $(empty) $(empty)
+COMPARE = $(VENV)/bin/seq2seq-compare budget=$(BUDGET) family_attention=$(ATTENTION) jobs=$(JOBS) \
+  dir=$(COMPARE_DIR) $(if $(SEEDS),seeds=$(SEEDS)) \
+  $(if $(COMPARE_DATA),aligner_data=$(COMPARE_DATA)) \
+  $(if $(BASELINE_AER),report.baseline_aer=[$(subst $(space),$(comma),$(strip $(BASELINE_AER)))]) $(ARGS)
 
 .PHONY: compare compare-attention compare-encoders compare-aligner compare-summary
-compare: compare-attention compare-encoders compare-aligner compare-summary
+compare: $(STAMP)
+	$(COMPARE)
 
-compare-attention: $(STAMP)
-	@$(COMPARE_CHECK)
-	$(VENV)/bin/seq2seq-train -m +experiment=compare_gru \
-	  attention=$$($(PY) -m seq2seq.configs attention) \
-	  $(COMPARE_ARGS) hydra.sweep.dir=$(COMPARE_DIR)/attention
-
-compare-encoders: $(STAMP)
-	@$(COMPARE_CHECK)
-	@if [ "$(ATTENTION)" = best ]; then \
-	  $(PY) scripts/compare.py $(COMPARE_DIR)/attention --best attention; \
-	else echo "$(ATTENTION)"; fi > $(CHOSEN_ATTENTION)
-	@echo "encoder sweep with attention=$$(cat $(CHOSEN_ATTENTION))"
-	families=$$($(PY) -m seq2seq.configs experiment compare_ | sed 's/compare_gru,\?//;s/,$$//') && \
-	$(VENV)/bin/seq2seq-train -m +experiment=$$families \
-	  attention=$$(cat $(CHOSEN_ATTENTION)) $(COMPARE_ARGS) hydra.sweep.dir=$(COMPARE_DIR)/encoders
-	$(PY) scripts/compare.py $(COMPARE_DIR)/attention --link-into $(COMPARE_DIR)/encoders \
-	  --choice attention=$$(cat $(CHOSEN_ATTENTION))
-
-# The statistical word aligner (eflomal) on the compare's training split, scored on the test
-# part of the gold set: the non-neural row beside every attention's AER.
-COMPARE_DATA ?= data/prepared/tatoeba_zh_en
-compare-aligner: $(STAMP)
-	@mkdir -p $(COMPARE_DIR)
-	$(VENV)/bin/seq2seq-align-baseline --data-dir $(COMPARE_DATA) --src zh --tgt en --part test \
-	  --json $(COMPARE_DIR)/aligner_eflomal.json
-
-compare-summary: $(STAMP)
-	$(PY) scripts/compare.py $(COMPARE_DIR)/attention $(COMPARE_DIR)/encoders \
-	  --out-dir $(COMPARE_OUT_$(BUDGET)) \
-	  $(foreach file,$(wildcard $(COMPARE_DIR)/aligner_*.json) $(BASELINE_AER),--baseline-aer $(file)) \
-	  --made-by "make compare BUDGET=$(BUDGET) ATTENTION=$(ATTENTION) SEEDS=$(SEEDS) JOBS=$(JOBS) ($(COMPARE_$(BUDGET)))"
+compare-attention compare-encoders compare-aligner compare-summary: compare-%: $(STAMP)
+	$(COMPARE) stages=[$*]

@@ -9,20 +9,31 @@ Optional keys that validation hooks add (`HOOK_KEYS`, see `seq2seq.training.hook
 across a resume. `alignment_choice` is the attention layer and head that aligned best on the
 valid gold pairs (`AlignmentChoice`); like all of a checkpoint it is untrusted data, so it is
 read only through `checked_alignment_choice`.
+
+`plugins` records the plugins a run was trained with (`seq2seq.plugins`: spec, path, modules,
+sha256 of the source). `check_plugins` refuses a checkpoint whose plugins this process has not
+imported, in one line naming them, and warns when a passed plugin's source differs from the
+recorded one; a checkpoint never causes an import.
 """
 
 from __future__ import annotations
 
 import io
 import logging
-import os
 import random
+import re
+import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from seq2seq import plugins
+from seq2seq.files import write_atomically
+from seq2seq.plugins import DOTTED_NAME, Plugin
 
 FORMAT_VERSION = 1
 REQUIRED_KEYS = ("format", "model", "config", "tokenizers", "progress")
@@ -35,6 +46,13 @@ ALIGNMENT_CHOICE_KEY = "alignment_choice"
 # Payload keys a validation hook may add; the trainer keeps them across a resume.
 HOOK_KEYS = (ALIGNMENT_CHOICE_KEY,)
 MAX_STEP = 2**62  # a step beyond this is not one a run reached
+# The plugins a run was trained with (`seq2seq.plugins.Plugin.record`), read only through
+# `check_plugins`; limits on what a record may hold, so that a hostile one stays small.
+PLUGINS_KEY = "plugins"
+MAX_PLUGINS = 64
+MAX_PLUGIN_MODULES = 1000
+MAX_PLUGIN_TEXT = 4096
+SHA256 = re.compile(r"[0-9a-f]{64}")
 log = logging.getLogger(__name__)
 
 
@@ -107,6 +125,102 @@ def _shown(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+# ---------------------------------------------------------------- plugins
+
+
+def check_plugins(
+    payload: dict, path: str | Path, hint: Callable[[Sequence[str]], str]
+) -> list[Plugin]:
+    """The checkpoint's plugin records, when this process imported every one of them
+    (`seq2seq.plugins.provider`: a plugin with the same modules); a warning naming both
+    hashes for one whose source differs from the recorded one, which is loaded anyway.
+
+    Else one CheckpointError line naming the plugins and, through `hint(specs)`, how to
+    pass them. Nothing is imported here: what may be built grows only by the user's own
+    `import_plugins`, never because a checkpoint names a module."""
+    try:
+        recorded = checked_plugin_records(payload.get(PLUGINS_KEY, []))
+    except CheckpointError as error:
+        raise CheckpointError(f"{path}: {error}") from error
+    missing = [record for record in recorded if plugins.provider(record.modules) is None]
+    if missing:
+        raise CheckpointError(
+            f"checkpoint {path} was trained with {_named_plugins(missing)}; "
+            f"{hint([record.spec for record in missing])} to load it; a plugin runs its "
+            "code, so pass only plugins you trust"
+        )
+    for record in recorded:
+        passed = plugins.provider(record.modules)
+        if passed is not None and passed.sha256 != record.sha256:
+            log.warning(
+                "plugin %r (%s, sha256 %s) differs from the plugin %r (%s, sha256 %s) that %s "
+                "was trained with; loading it anyway",
+                passed.spec, passed.path, passed.sha256, record.spec, record.path, record.sha256,
+                path,
+            )  # fmt: skip
+    return recorded
+
+
+def _named_plugins(records: Sequence[Plugin]) -> str:
+    """`plugin 'lab/scores.py' (module scores)`, or `plugins 'a.py' (module a), 'b' (...)`."""
+    named = []
+    for record in records:
+        shown = ", ".join(record.modules[:3]) + (", ..." if len(record.modules) > 3 else "")
+        named.append(f"{record.spec!r} (module{'s' * (len(record.modules) > 1)} {shown})")
+    return f"plugin{'s' * (len(records) > 1)} {', '.join(named)}"
+
+
+def checked_plugin_records(value: Any) -> list[Plugin]:
+    """A stored `plugins` entry as records. CheckpointError, one line naming the key, for
+    anything else: not a list of at most MAX_PLUGINS dicts of exactly spec, path, modules
+    and sha256; a spec or path that is not a printable string of at most MAX_PLUGIN_TEXT
+    characters; modules that are not 1 to MAX_PLUGIN_MODULES dotted names; a sha256 that
+    is not 64 lower-case hex digits."""
+    key = PLUGINS_KEY
+    if not isinstance(value, list) or len(value) > MAX_PLUGINS:
+        count = f"{len(value)} entries" if isinstance(value, list) else _shown(value)
+        raise CheckpointError(
+            f"{key}: expected a list of at most {MAX_PLUGINS} records, got {count}"
+        )
+    return [_plugin_record(entry, f"{key}[{index}]") for index, entry in enumerate(value)]
+
+
+def _plugin_record(entry: Any, key: str) -> Plugin:
+    if not isinstance(entry, dict) or set(entry) != {"spec", "path", "modules", "sha256"}:
+        raise CheckpointError(f"{key}: expected a dict of exactly modules, path, sha256 and spec")
+    modules = entry["modules"]
+    if not isinstance(modules, list) or not 1 <= len(modules) <= MAX_PLUGIN_MODULES:
+        count = f"{len(modules)} entries" if isinstance(modules, list) else _shown(modules)
+        raise CheckpointError(
+            f"{key}.modules: expected a list of 1 to {MAX_PLUGIN_MODULES} names, got {count}"
+        )
+    for index, module in enumerate(modules):
+        if not _text_ok(module) or not DOTTED_NAME.fullmatch(module):
+            raise CheckpointError(f"{key}.modules[{index}]: expected a dotted module name")
+    sha256 = entry["sha256"]
+    if not isinstance(sha256, str) or not SHA256.fullmatch(sha256):
+        raise CheckpointError(f"{key}.sha256: expected 64 hex digits, got {_shown(sha256)}")
+    for name in ("spec", "path"):
+        if not _text_ok(entry[name]) or not entry[name]:
+            raise CheckpointError(
+                f"{key}.{name}: expected a printable string of at most {MAX_PLUGIN_TEXT} characters"
+            )
+    return Plugin(entry["spec"], entry["path"], tuple(modules), sha256)
+
+
+def _text_ok(value: Any) -> bool:
+    """A str of at most MAX_PLUGIN_TEXT printable characters (no line breaks)."""
+    return isinstance(value, str) and len(value) <= MAX_PLUGIN_TEXT and value.isprintable()
+
+
+def plugins_hint(option: str) -> Callable[[Sequence[str]], str]:
+    """How to pass plugins: `--plugins` (`pass --plugins a.py --plugins b`) for the
+    commands that load a checkpoint, `plugins=` (`pass 'plugins=[a.py,b]'`) for training."""
+    if option == "--plugins":
+        return lambda specs: "pass " + " ".join(f"--plugins {shlex.quote(s)}" for s in specs)
+    return lambda specs: "pass " + shlex.quote(f"{option}[{','.join(specs)}]")
+
+
 def previous_path(path: Path) -> Path:
     """Where the previous generation of `path` is kept: `last.pt` -> `last.prev.pt`."""
     return path.with_name(f"{path.stem}.prev{path.suffix}")
@@ -122,34 +236,18 @@ def save_checkpoint(path: Path, payload: dict[str, Any], keep_previous: bool = F
     CheckpointError naming `path` and the system's reason.
     """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    previous = previous_path(path) if keep_previous else None
     # Serialised in memory first: torch.save's zip writer turns a failed file write into a
     # RuntimeError without the system's reason, a plain write reports ENOSPC or EFBIG.
     try:
         buffer = io.BytesIO()
         torch.save(payload, buffer)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as handle:
-            handle.write(buffer.getbuffer())
-            handle.flush()
-            os.fsync(handle.fileno())
-        if keep_previous and path.is_file():
-            os.replace(path, previous_path(path))
-        os.replace(tmp, path)
+        write_atomically(path, buffer.getbuffer(), durable=True, previous=previous,
+                         hidden=True, suffix=".tmp")  # fmt: skip
     except OSError as error:
-        _remove_quietly(tmp)
         reason = error.strerror or str(error)
         raise CheckpointError(f"cannot write checkpoint {path}: {reason}") from error
-    except BaseException:  # Ctrl-C or another error mid-write: no half-written file stays
-        _remove_quietly(tmp)
-        raise
-
-
-def _remove_quietly(path: Path) -> None:
-    try:
-        path.unlink(missing_ok=True)
-    except OSError:
-        pass
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
@@ -249,6 +347,12 @@ def restore_rng_states(states: dict[str, Any]) -> None:
     torch.set_rng_state(states["torch"].cpu())
     if "cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([state.cpu() for state in states["cuda"]])
+
+
+def plugin_payload(cfg: Any) -> dict[str, Any]:
+    """`{"plugins": [record, ...]}` of the config's `plugins`, each imported in this process
+    (`seq2seq.plugins.records`; PluginError for one that was not)."""
+    return {PLUGINS_KEY: plugins.records(list(cfg.get(PLUGINS_KEY) or []))}
 
 
 def tokenizer_payload(data: Any) -> dict[str, Any]:

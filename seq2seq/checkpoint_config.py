@@ -13,10 +13,18 @@ accepted only when:
   classes of that group (`seq2seq.config.buildable_classes`), whose schema it is then
   merged into: a key the schema lacks or a value of the wrong type is refused;
 - every other section merges into its schema (`DataConfig`, `ModelConfig`,
-  `TrainerConfig`, `LoggingConfig`, `AlignmentConfig`), the data section passes
+  `TrainerConfig`, `LoggingConfig`, `AlignmentConfig`; `plugins` is a short list of
+  printable strings, shown but never imported), the data section passes
   `DataConfig.validate`, and the whole passes the range checks of training
-  (`seq2seq.settings_checks`). A checkpoint written before a section existed
-  (`alignment`) gets that section's defaults.
+  (`seq2seq.settings_checks`), the attention's score and region nodes those of their
+  options dataclasses. A checkpoint written before a section existed (`alignment`) gets
+  that section's defaults.
+
+A checkpoint (or a run's `config.yaml`) written before each score and region had its own
+options holds them flat beside the names (`score: local`, `window: 3`, `local_mode`, ...):
+`current_layout` moves the keys the chosen score and region read into their nodes
+(`region: {name: local, window: 3, mode: ...}`) and drops the others, which no component
+read, before anything is checked.
 
 Every refusal is one `ConfigError` whose message starts with the offending key
 (`encoder.dropout: ...`).
@@ -33,6 +41,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from seq2seq.build import ConfigError, allowed_target
+from seq2seq.checkpoint import MAX_PLUGIN_TEXT, MAX_PLUGINS
 from seq2seq.config import (
     BUILDABLE_GROUPS,
     HYDRA_KEYS,
@@ -43,7 +52,7 @@ from seq2seq.config import (
     nested_build_key,
 )
 from seq2seq.data.config import DataConfig
-from seq2seq.settings_checks import check_settings
+from seq2seq.settings_checks import check_settings, option_nodes
 
 # Sections merged into one fixed schema; the buildable groups choose theirs by `_target_`.
 FIXED_SCHEMAS: dict[str, type] = {
@@ -55,9 +64,18 @@ FIXED_SCHEMAS: dict[str, type] = {
 }
 # Sections added after checkpoints were first written: one that lacks them gets the default.
 DEFAULTED_SECTIONS = ("alignment",)
+PLUGINS_SECTION = "plugins"  # the specs the run was given (`TrainConfig.plugins`), or []
 # What a model needs to be rebuilt and to translate: a checkpoint without them is refused.
 REQUIRED_SECTIONS = ("data", "encoder", "decoder", "attention", "model")
 SCALARS = (str, int, float, bool, type(None))
+# The old layout's flat attention keys, and where each went: (group, name) -> {flat: option}.
+FLAT_KEYS = ("hidden_dim", "window", "local_mode", "gumbel_tau", "cosine_scale")
+FLAT_OPTIONS = {
+    ("score", "additive"): {"hidden_dim": "hidden_dim"},
+    ("score", "cosine"): {"cosine_scale": "scale"},
+    ("region", "hard"): {"gumbel_tau": "gumbel_tau"},
+    ("region", "local"): {"window": "window", "local_mode": "mode"},
+}
 
 
 def validated_config(raw: Any) -> DictConfig:
@@ -69,9 +87,11 @@ def validated_config(raw: Any) -> DictConfig:
     missing = [section for section in REQUIRED_SECTIONS if section not in raw]
     if missing:
         raise ConfigError(f"{missing[0]}: missing from the checkpoint's config")
+    raw = current_layout(raw)
     merged = {section: merged_section(section, value) for section, value in raw.items()}
     for section in DEFAULTED_SECTIONS:
         merged.setdefault(section, OmegaConf.structured(FIXED_SCHEMAS[section]))
+    merged.setdefault(PLUGINS_SECTION, [])
     config = OmegaConf.create(merged)
     check_data(config.data)
     check_settings(config)
@@ -79,8 +99,39 @@ def validated_config(raw: Any) -> DictConfig:
     return config
 
 
+def current_layout(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A config (plain data) with its attention in the current layout: flat option keys
+    moved into the score and region nodes (`migrate_flat_attention`), both nodes complete
+    (`settings_checks.option_nodes`; a ConfigError names a bad one)."""
+    config = dict(raw)
+    attention = config.get("attention")
+    if isinstance(attention, Mapping):
+        attention = migrate_flat_attention(attention)
+        config["attention"] = {**attention, **option_nodes(attention)}
+    return config
+
+
+def migrate_flat_attention(attention: Mapping[str, Any]) -> dict[str, Any]:
+    """An attention section of the old layout (score and region names, their options flat
+    beside them) in the current one; any other section as it is. The flat keys the chosen
+    score and region read move into their nodes, under their current names; the others
+    are dropped (they were ignored). A section with a node and flat keys is not the old
+    layout: it is left for the schema to refuse."""
+    attention = dict(attention)
+    flat = {key: attention.pop(key) for key in FLAT_KEYS if key in attention}
+    if not flat or any(isinstance(attention.get(group), Mapping) for group in ("score", "region")):
+        return {**attention, **flat}
+    for group in ("score", "region"):
+        name = attention.get(group)
+        if isinstance(name, str):
+            moved = FLAT_OPTIONS.get((group, name), {})
+            options = {option: flat[old] for old, option in moved.items() if old in flat}
+            attention[group] = {"name": name, **options}
+    return attention
+
+
 def known_sections() -> set[str]:
-    return set(FIXED_SCHEMAS) | set(BUILDABLE_GROUPS) | {"name"}
+    return set(FIXED_SCHEMAS) | set(BUILDABLE_GROUPS) | {"name", PLUGINS_SECTION}
 
 
 def check_sections(raw: Mapping[str, Any]) -> None:
@@ -184,6 +235,8 @@ def schema_for(section: str, value: Any) -> type | None:
 
 def merged_section(section: str, value: Any) -> Any:
     """`value` merged into the section's schema: unknown keys and wrong types refused."""
+    if section == PLUGINS_SECTION:
+        return checked_plugin_specs(value)
     schema = schema_for(section, value)
     if schema is None:
         if not isinstance(value, str):
@@ -201,6 +254,22 @@ def merged_section(section: str, value: Any) -> Any:
         raise ConfigError(
             f"{section}.{key}: {message}" if key else f"{section}: {message}"
         ) from error
+
+
+def checked_plugin_specs(value: Any) -> list[str]:
+    """The `plugins` list: at most MAX_PLUGINS printable strings (only shown: a checkpoint's
+    specs are never imported, `seq2seq.checkpoint.check_plugins`)."""
+    if not isinstance(value, list) or len(value) > MAX_PLUGINS:
+        raise ConfigError(
+            f"{PLUGINS_SECTION}: a list of at most {MAX_PLUGINS} strings was expected"
+        )
+    for index, spec in enumerate(value):
+        if not isinstance(spec, str) or not spec.isprintable() or len(spec) > MAX_PLUGIN_TEXT:
+            raise ConfigError(
+                f"{PLUGINS_SECTION}[{index}]: a printable string of at most "
+                f"{MAX_PLUGIN_TEXT} characters was expected"
+            )
+    return list(value)
 
 
 def check_data(node: DictConfig) -> None:

@@ -8,10 +8,16 @@ outside an enumeration fails at start-up and names the key
 The schemas of the parts (encoder, decoder, attention, schedule) are those of the
 registered components (`seq2seq.registry`), each declared beside its class and stored as
 `base_<name>`; the rest (data, model, optimiser, trainer, guided alignment, logging) are
-below. A field named after a component group (`attention.score`, `attention.region`)
-holds a registered name: Hydra sees it as an enumeration of the group's names, so a new
-registered score is accepted with no edit here and a misspelt one fails naming the
-allowed values.
+below.
+
+`attention.score` and `attention.region` hold a component's node, `{name, <its options>}`,
+or just its name (`seq2seq.models.attention.options`). Hydra types them as `Any`: a
+plugin's components register after Hydra composes the config, so their names and options
+are checked at start-up (`seq2seq.settings_checks`), not here. Each registered score and
+region is also an option of the config groups `attention/score` and `attention/region`
+(`option_node`: its options dataclass with a `name` field), so an attention preset chooses
+them in its defaults list and `attention/score=cosine` replaces the node with cosine's
+defaults, type-checked by Hydra.
 
 Model parts are instantiated with `hydra.utils.instantiate` from their `_target_`, and the
 builder passes the sizes that depend on other parts (embedding width, attention widths).
@@ -19,7 +25,9 @@ builder passes the sizes that depend on other parts (embedding width, attention 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import typing
 from collections.abc import Collection
 from dataclasses import dataclass, field, fields, make_dataclass
 from enum import Enum
@@ -67,7 +75,11 @@ class TrainerConfig:
     max_minutes: float | None = None  # wall-clock budget for training (validation included)
     valid_every: int = 500
     log_every: int = 50
-    patience: int = 0  # validations without a better valid BLEU before stopping; 0 = never
+    # The validation metric that picks best.pt and drives the plateau schedule and early
+    # stopping, in its direction: bleu, chrf, ter, loss, ppl, aer (a gold set's valid part),
+    # alignment_accuracy (the toy tasks, probes) or a plugin's (seq2seq.metrics)
+    select_metric: str = "bleu"
+    patience: int = 0  # validations without a better trainer.select_metric before stopping; 0 = never
     grad_clip: float = 1.0
     accumulate: int = 1
     label_smoothing: float = 0.1
@@ -79,7 +91,7 @@ class TrainerConfig:
     precision: str = "auto"  # auto (bf16 autocast on CUDA, float32 on the CPU) | bf16 | fp32
     compile: bool = False  # torch.compile the training forward + loss (see BENCHMARKS.md)
     resume: str | None = None  # checkpoint file, run folder, "last", or "auto" (this run folder)
-    average_last: int = 0  # average the weights of the last N validations; kept if valid BLEU rises
+    average_last: int = 0  # average the weights of the last N validations; kept if select_metric improves
     valid_max_sentences: int | None = None  # evenly spaced subset of the valid split
     max_nonfinite_steps: int = 10  # stop after N updates in a row with a NaN/inf loss or grad norm
     test_search: SearchSettings = field(default_factory=SearchSettings)
@@ -140,6 +152,9 @@ class TrainConfig:
     alignment: AlignmentConfig = field(default_factory=AlignmentConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     name: str = "default"
+    # The user's modules to import before anything is built (`seq2seq.plugins`): dotted
+    # names, `.py` files or folders, relative to the folder seq2seq-train was started in.
+    plugins: list[str] = field(default_factory=list)
 
 
 # The groups whose schemas are those of the registered components (attention, encoder,
@@ -162,29 +177,45 @@ def schemas(groups: Collection[str] | None = None) -> dict[str, dict[str, type]]
     for group in PART_GROUPS:
         if group in wanted:
             components = registry.components(group)
-            named[group] = {f"base_{c.name}": hydra_schema(c.schema) for c in components}
+            named[group] = {f"base_{c.name}": c.schema for c in components}
     return named
 
 
-def hydra_schema(schema: type) -> type:
-    """A part's schema as Hydra checks it: each field named after a component group
-    (`score`, `region`) typed as the enumeration of that group's registered names."""
-    choices = tuple(
-        (item.name, registry.names(item.name))
-        for item in fields(schema)
-        if item.name in registry.GROUPS
-    )
-    return _with_choices(schema, choices) if choices else schema
+# The config groups of the attention's score and region nodes, and their registry groups.
+OPTION_GROUPS = {"attention/score": "score", "attention/region": "region"}
+
+
+def option_schemas() -> dict[str, dict[str, type]]:
+    """`attention/score` and `attention/region`: each registered component's node schema
+    (`option_node`) by its name, as the registry holds them now."""
+    return {
+        config_group: {c.name: option_node(c) for c in registry.components(group)}
+        for config_group, group in OPTION_GROUPS.items()
+    }
 
 
 @functools.cache
-def _with_choices(schema: type, choices: tuple[tuple[str, tuple[str, ...]], ...]) -> type:
-    """A subclass of `schema`, of the same name, whose fields `choices` names are enums."""
-    narrowed = []
-    for name, allowed in choices:
-        enum = Enum(name.capitalize(), {choice: choice for choice in allowed})
-        narrowed.append((name, enum, field(default=enum[getattr(schema, name)])))
-    return make_dataclass(schema.__name__, narrowed, bases=(schema,))
+def option_node(component: registry.Component) -> type:
+    """The schema of a score's or region's node: `name` (the component's, by default),
+    then the fields of its options dataclass, with their types, defaults and ranges."""
+    options = component.options
+    if options is None:
+        return make_dataclass(f"{component.builder.__name__}Options", [_name_field(component)])
+    hints = typing.get_type_hints(options)
+    declared = [(item.name, hints[item.name], _copied_field(item)) for item in fields(options)]
+    return make_dataclass(options.__name__, [_name_field(component), *declared])
+
+
+def _name_field(component: registry.Component) -> tuple[str, type, Any]:
+    return ("name", str, field(default=component.name))
+
+
+def _copied_field(item: Any) -> Any:
+    """A dataclass field's default (or factory) and metadata; a required one is `???`."""
+    if item.default_factory is not dataclasses.MISSING:
+        return field(default_factory=item.default_factory, metadata=item.metadata)
+    default = MISSING if item.default is dataclasses.MISSING else item.default
+    return field(default=default, metadata=item.metadata)
 
 
 def __getattr__(name: str) -> Any:
@@ -199,7 +230,10 @@ def register_configs(groups: Collection[str] | None = None) -> None:
     groups' schemas: `register_configs(["data"])` imports no model."""
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
-    for group, named in schemas(groups).items():
+    named_groups = schemas(groups)
+    if "attention" in named_groups:
+        named_groups.update(option_schemas())
+    for group, named in named_groups.items():
         for name, node in named.items():
             store.store(group=group, name=name, node=node)
 

@@ -5,7 +5,8 @@ What is counted: every matrix product, with a multiply-add as 2 FLOPs, so a prod
 sigmoids and tanhs, softmax, masks, layer norm, dropout, residual additions, biases) is
 O(elements), not O(elements × width), and is left out; so are embedding look-ups, which
 are copies. This is the convention of `torch.utils.flop_counter.FlopCounterMode`, which
-`tests/test_flops.py` checks these formulas against.
+the contract suite checks every component's formula against (`seq2seq.testing.flops`), and
+`tests/test_flops.py` whole models.
 
 Notation: B sentences, S source and T target positions (padded: the shapes that run),
 E = `model.embed_dim`, H a hidden size, V the target vocabulary; `lin(n, a, b) = 2·n·a·b`,
@@ -38,12 +39,14 @@ looks the parts of a config up there and adds the bridge and the generator.
     general:          `lin(B·h·Sk, w, w) + 2·B·h·Tq·Sk·w`     qᵀ(W k), W k once per sentence
     cosine:           `2·B·h·Tq·Sk·w`                        normalised qᵀk
     additive:         `lin(B·h·Tq, w, A) + lin(B·h·Sk, w, A) + 2·B·h·Tq·Sk·A`
-                      vᵀ tanh(W q + U k), hidden width A (Bahdanau et al. 2015, eq. 6);
+                      vᵀ tanh(W q + U k), hidden width A = `attention.score.hidden_dim`
+                      (default w; Bahdanau et al. 2015, eq. 6);
   - region: soft and hard add nothing, and are counted over the full source (the hard
     one-hot weights still multiply all values); local attention is counted like soft over
     the full source too (the scores of every key are computed, then masked to the window),
-    plus, for local-p, the centre predictor `lin(B·h·Tq, w, w) + 2·B·h·Tq·w`
-    (p_t = S·sigmoid(v_pᵀ tanh(W_p h_t)), Luong et al. 2015, eq. 9);
+    plus, for local-p (`attention.region.mode=predictive`), the centre predictor
+    `lin(B·h·Tq, w, w) + 2·B·h·Tq·w` (p_t = S·sigmoid(v_pᵀ tanh(W_p h_t)), Luong et al.
+    2015, eq. 9);
   - context Σ_j α_j v_j: `2·B·h·Tq·Sk·w`.
   - `attention=none` (the masked mean of the memory): `2·B·Tq·Sk·H`, a uniform-weights product.
 * Recurrent decoder (Bahdanau / Luong): one recurrent layer stack over B·T steps with input

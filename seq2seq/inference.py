@@ -2,10 +2,13 @@
 
 `Translator.load(path)` rebuilds the model from the config stored in the checkpoint, after
 `seq2seq.checkpoint_config.validated_config` has checked it against the project's schemas
-and allow-list (nothing in it is built, called or interpolated beyond the project's own
-classes), the tokenisers from their stored bytes, and the attention layer and head that
+and allow-list (nothing in it is built, called or interpolated beyond the registered
+classes: the project's own and those of plugins the user imported), the tokenisers from their stored bytes, and the attention layer and head that
 training chose on the valid gold pairs (`alignment_choice`, checked to exist in the model;
-`seq2seq.align.defaults` turns it into alignment settings). Every tool that loads a checkpoint
+`seq2seq.align.defaults` turns it into alignment settings). A checkpoint trained with
+plugins is refused, in one line naming them, unless this process has imported the same
+plugins (`seq2seq.plugins.import_plugins`: the commands' `--plugins`), so that the classes
+that may be built are only ever those the user chose. Every tool that loads a checkpoint
 (`seq2seq-translate`, `seq2seq-evaluate`, `scripts/bench.py`,
 `scripts/compare_alignments.py`) goes through it.
 """
@@ -25,8 +28,10 @@ from seq2seq.checkpoint import (
     ALIGNMENT_CHOICE_KEY,
     AlignmentChoice,
     CheckpointError,
+    check_plugins,
     checked_alignment_choice,
     load_checkpoint,
+    plugins_hint,
 )
 from seq2seq.checkpoint_config import validated_config
 from seq2seq.data.batching import collate
@@ -148,6 +153,7 @@ class Translator:
         and the offending key) for anything that cannot be used as it is."""
         device = torch.device(device)
         payload = load_checkpoint(path, map_location=device)
+        check_plugins(payload, path, plugins_hint("--plugins"))  # imported by the user only
         try:
             config = validated_config(payload["config"])
         except ConfigError as error:

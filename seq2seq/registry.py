@@ -11,6 +11,7 @@ counts, run titles, the trainer, the tests) looks it up here instead of matching
     class DotScore(DotProductScore): ...
 
     registry.get("score", "dot").builder   # DotScore
+    registry.get("score", "additive").options   # AdditiveOptions: its node's keys, checked
     registry.names("score")                # ("dot", "scaled_dot", "general", ...)
     registry.of_node("encoder", cfg.encoder).name   # "rnn", by the node's exact `_target_`
 
@@ -18,7 +19,8 @@ What each group's `flops` formula takes (every count is matrix-product FLOPs, se
 `seq2seq.flops`; `node` is a part's config as a plain mapping):
 
 * score:     `flops(rows, queries, keys, width, **options)`: `rows` = batch·heads blocks of
-  `queries` × `keys` pairs, per-head width `width`; `options` are its `options` keys.
+  `queries` × `keys` pairs, per-head width `width`; `options` are the fields of its options
+  dataclass, with the node's values.
 * region:    `flops(query_rows, width, **options)`: products of its own over the scores.
 * attention: `flops(node, batch, queries, keys, dim)`: one attention layer, all widths `dim`.
 * encoder:   `flops(node, embed_dim, batch, src_len)`.
@@ -30,21 +32,37 @@ This module imports nothing of seq2seq at the top: it is the bottom layer. The m
 that register (every module of `seq2seq.models` and `seq2seq.training.schedules`) are
 imported on the first lookup, so a lookup always sees every component; a new class in any
 of them is found with no list to edit.
+
+A user's classes join through a plugin (`seq2seq.plugins`): its modules are imported inside
+`plugin_import(spec)`, so each component knows where it came from (`Component.plugin`:
+None for a built-in) and an error or a checkpoint can name its plugin.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-GROUPS = ("score", "region", "attention", "encoder", "decoder", "schedule")
+# The model's parts and schedules, then the seams of a run: `source` (a data.kind,
+# seq2seq.data.sources), `metric` (a validation metric and its direction, seq2seq.metrics)
+# and `hook` (a validation hook class, seq2seq.training.hooks); these three count no FLOPs.
+GROUPS = (
+    "score", "region", "attention", "encoder", "decoder", "schedule", "source", "metric", "hook"
+)  # fmt: skip
 # Groups whose components are whole config nodes, named by their `_target_`.
 NODE_GROUPS = ("attention", "encoder", "decoder", "schedule")
 # Imported before the first lookup: packages with every module below them, or modules.
-REGISTERING = ("seq2seq.models", "seq2seq.training.schedules")
+REGISTERING = (
+    "seq2seq.models",
+    "seq2seq.training.schedules",
+    "seq2seq.data.sources",
+    "seq2seq.metrics",
+    "seq2seq.visualise.hooks",
+)
 
 
 @dataclass(frozen=True)
@@ -56,16 +74,29 @@ class Component:
     builder: type  # the class that is built
     schema: type | None  # dataclass of its config node; None for score and region
     flops: Callable[..., Any] | None  # its FLOP formula (module docstring), None for schedules
-    options: tuple[str, ...] = ()  # score and region: the AttentionConfig keys it reads
+    # Score and region: the dataclass of its options (`seq2seq.option_rules`), whose fields
+    # are the keys of its node `attention.score` / `attention.region` beside `name` and the
+    # keyword arguments of its builder; None for one without options.
+    options: type | None = None
+    # Where it came from: None for a built-in (its class's module is under `seq2seq.`), the
+    # spec of the plugin whose import registered it (`seq2seq.plugins`), else its module.
+    plugin: str | None = None
+
+    @property
+    def origin(self) -> str:
+        """`built-in` or `plugin 'lab/scores.py'`, for messages."""
+        return "built-in" if self.plugin is None else f"plugin {self.plugin!r}"
+
+    @property
+    def described(self) -> str:
+        """`score 'dot' (built-in, seq2seq.models.attention.scores.DotScore)`."""
+        where = f"{self.builder.__module__}.{self.builder.__qualname__}"
+        return f"{self.group} {self.name!r} ({self.origin}, {where})"
 
     @property
     def target(self) -> str | None:
         """The `_target_` that names it in a config node (its schema's default), or None."""
         return getattr(self.schema, "_target_", None)
-
-    def chosen(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The entries of `options` (AttentionConfig keys and values) that it reads."""
-        return {key: options[key] for key in self.options if key in options}
 
 
 class UnknownComponent(ValueError):
@@ -74,6 +105,7 @@ class UnknownComponent(ValueError):
 
 _registry: dict[str, dict[str, Component]] = {group: {} for group in GROUPS}
 _state = {"loaded": False, "loading": False}
+_importing: list[str] = []  # the specs of the plugins being imported, innermost last
 
 
 def register(
@@ -82,23 +114,67 @@ def register(
     *,
     schema: type | None = None,
     flops: Callable[..., Any] | None = None,
-    options: tuple[str, ...] = (),
+    options: type | None = None,
 ) -> Callable[[type], type]:
     """Class decorator: register the class as component `name` of `group`.
 
-    `flops` may be omitted when the class has a `flops` static method (or classmethod),
-    which is then the formula. A name taken in the group is a ValueError.
+    A score or region gives the dataclass of its options (`options=LocalOptions`), if it
+    has any. `flops` may be omitted when the class has a `flops` static method (or
+    classmethod), which is then the formula. A name (or a schema `_target_`) taken in the group is a
+    ValueError naming both components and where each came from (`Component.origin`).
     """
 
     def decorate(builder: type) -> type:
         _check_group(group)
-        if name in _registry[group]:
-            raise ValueError(f"{group} {name!r} is registered already")
         formula = flops if flops is not None else getattr(builder, "flops", None)
-        _registry[group][name] = Component(group, name, builder, schema, formula, tuple(options))
+        component = Component(
+            group, name, builder, schema, formula, options, _plugin_of(builder)
+        )
+        _check_free(component)
+        _registry[group][name] = component
         return builder
 
     return decorate
+
+
+def _plugin_of(builder: type) -> str | None:
+    """None for a class of the package; else the plugin being imported, or its module."""
+    module = builder.__module__
+    if module == "seq2seq" or module.startswith("seq2seq."):
+        return None
+    return _importing[-1] if _importing else module
+
+
+def _check_free(component: Component) -> None:
+    """ValueError when the group has the name, or (for a part) the `_target_`, already."""
+    taken = _registry[component.group].get(component.name)
+    if taken is None and component.target is not None:
+        same = [c for c in _registry[component.group].values() if c.target == component.target]
+        taken = same[0] if same else None
+    if taken is not None:
+        raise ValueError(
+            f"{component.described} clashes with {taken.described}, registered already"
+        )
+
+
+@contextmanager
+def plugin_import(spec: str) -> Iterator[None]:
+    """Components registered inside are the plugin `spec`'s (`Component.plugin`). The
+    built-ins are imported first, so that a plugin reusing a name clashes with them."""
+    _load()
+    _importing.append(spec)
+    try:
+        yield
+    finally:
+        _importing.pop()
+
+
+def unregister_plugin(spec: str) -> list[Component]:
+    """Remove every component the plugin `spec` registered; returns them."""
+    removed = [c for group in GROUPS for c in _registry[group].values() if c.plugin == spec]
+    for component in removed:
+        del _registry[component.group][component.name]
+    return removed
 
 
 def unregister(group: str, name: str) -> Component:

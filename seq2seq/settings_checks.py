@@ -11,6 +11,12 @@ written on the command line (`trainer.accumulate must be at least 1, got 0`). It
 top of `seq2seq.runs.assemble.train_and_test` and on every config read from a checkpoint
 (`seq2seq.checkpoint_config`). A key a section lacks is not checked, so the same rules
 serve every encoder, decoder and attention schema.
+
+The attention's score and region are checked against their own options dataclasses
+(`seq2seq.option_rules`, declared beside each class): an unknown name lists the registered
+ones, a key the chosen component lacks names its closest option (`attention.region.windw`),
+a value out of range names its range. `complete_option_nodes(cfg)` also writes the full
+nodes into the config at start-up, so the run's checkpoints store every option.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from seq2seq import registry
 from seq2seq.build import ConfigError, plain
 from seq2seq.config import ALIGNMENT_LOSSES
 from seq2seq.decoding import SearchSettings, SearchSettingsError
+from seq2seq.models.attention.options import OPTION_GROUPS, component_node
+from seq2seq.option_rules import OptionError
 
 # A rule returns what is wrong with a value ("must be at least 1"), or None when it is fine.
 Rule = Callable[[Any], "str | None"]
@@ -158,6 +166,12 @@ def choice(allowed: tuple[str, ...]) -> Rule:
     return rule
 
 
+def metric_rule(value: Any) -> str | None:
+    """`trainer.select_metric`: a registered validation metric (`seq2seq.metrics`)."""
+    names = registry.names("metric")
+    return None if value in names else f"must be one of {', '.join(names)}"
+
+
 FRACTION = in_range(0.0, 1.0)  # dropouts, label smoothing: [0, 1)
 PROBABILITY = in_range(0.0, 1.0, high_open=False)  # [0, 1]
 
@@ -172,10 +186,6 @@ PART_RULES: dict[str, Rule] = {
     "dropout": FRACTION,
     "attention_dropout": FRACTION,
     "head_dim": optional(at_least(1)),
-    "hidden_dim": optional(at_least(1)),
-    "window": at_least(1),
-    "gumbel_tau": positive_finite,
-    "cosine_scale": optional(positive_finite),
     "forget_bias": optional(finite),
 }
 
@@ -203,6 +213,7 @@ SECTION_RULES: dict[str, dict[str, Rule]] = {
         "valid_every": at_least(1),
         "log_every": at_least(1),
         "patience": at_least(0),
+        "select_metric": metric_rule,
         "grad_clip": grad_clip_rule,
         "accumulate": at_least(1),
         "label_smoothing": FRACTION,
@@ -303,6 +314,29 @@ def check_guidance(config: Mapping[str, Any]) -> None:
             )
 
 
+def option_nodes(attention: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The full nodes of the attention's score and region (those it has: none for
+    `attention=none`), checked; ConfigError naming the first bad key (`attention.region.window`)."""
+    nodes = {}
+    for group in OPTION_GROUPS:
+        if group in attention:
+            try:
+                nodes[group] = component_node(group, attention[group], f"attention.{group}")
+            except OptionError as error:
+                raise ConfigError(str(error)) from error
+    return nodes
+
+
+def complete_option_nodes(cfg: DictConfig) -> None:
+    """Replace `attention.score` / `attention.region` of a composed config by their full
+    nodes (`attention.score=dot` → `{name: dot}`, missing options at their defaults), so
+    that what the run stores names every option; ConfigError for a node that is wrong."""
+    attention = cfg.get("attention")
+    if isinstance(attention, DictConfig):
+        for group, node in option_nodes(plain(attention)).items():
+            attention[group] = node
+
+
 def _registered(config: Mapping[str, Any], group: str) -> registry.Component | None:
     """The registered component the config's `group` node names, or None."""
     node = config.get(group)
@@ -321,6 +355,8 @@ def check_settings(cfg: DictConfig | Mapping[str, Any]) -> None:
         values = config.get(section)
         if isinstance(values, Mapping):
             check_section(section, values, rules)
+    if isinstance(config.get("attention"), Mapping):
+        option_nodes(config["attention"])
     trainer = config.get("trainer")
     if isinstance(trainer, Mapping) and isinstance(trainer.get("test_search"), Mapping):
         check_test_search(trainer["test_search"])

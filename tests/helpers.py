@@ -1,18 +1,21 @@
-"""Compose configs the way `seq2seq-train` does, and import scripts/, for tests."""
+"""Compose configs the way `seq2seq-train` does, for tests."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from hydra import compose, initialize_config_module
 from omegaconf import DictConfig
 
+from seq2seq import plugins
 from seq2seq.config import register_configs
+from seq2seq.data.config import DataConfig
 
 # A model small enough to train on the toy tasks in seconds on one CPU core.
 TINY_TOY = [
@@ -45,6 +48,19 @@ def toy_train_command(tmp_path: Path, run_dir: Path, *overrides: str) -> list[st
             f"hydra.run.dir={run_dir}", *overrides]  # fmt: skip
 
 
+@contextmanager
+def plugins_unloaded_after() -> Iterator[None]:
+    """Unload every plugin imported inside and restore sys.path, so that the tests after
+    see the built-ins only (`seq2seq.plugins.unload`)."""
+    before, path = set(plugins.imported()), list(sys.path)
+    try:
+        yield
+    finally:
+        for plugin in set(plugins.imported()) - before:
+            plugins.unload(plugin)
+        sys.path[:] = path
+
+
 def single_thread_env() -> dict[str, str]:
     """This process's environment with OpenMP held to one thread (for training subprocesses)."""
     return {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -61,19 +77,6 @@ def run_training_process(command: list[str], **options) -> subprocess.CompletedP
         timeout=300,
         **options,
     )
-
-
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-
-
-def script_module(name: str):
-    """scripts/<name>.py imported from its file, once (scripts are not a package)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up by name
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 # A toy zh-en lexicon: sentences made of its words have known, checkable translations.
@@ -95,6 +98,17 @@ def toy_corpus_lines(
     return lines
 
 
+def synthetic_data_config(tmp_path: Path, **overrides) -> DataConfig:
+    """The data config of a small corpus served as `toy-eng.zip` by the `mirror` fixture
+    (tests/conftest.py), its files below `tmp_path / "data"`."""
+    settings = {
+        "name": "synthetic", "url": "https://example.org/anki/toy-eng.zip", "member": "toy.txt",
+        "root": str(tmp_path / "data"), "valid_size": 20, "test_size": 20,
+        "src_vocab_size": 30, "tgt_vocab_size": 30, "max_len": 15, "max_tokens": 200,
+    }  # fmt: skip
+    return DataConfig(**{**settings, **overrides})
+
+
 def run_main(main, capsys, *argv: object) -> tuple[int, str, str]:
     """A command's exit code, stdout and stderr (a usage error's SystemExit included)."""
     try:
@@ -103,3 +117,26 @@ def run_main(main, capsys, *argv: object) -> tuple[int, str, str]:
         code = stop.code
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def dot_score_plugin(name: str, scale: float) -> str:
+    """The source of a plugin module registering score `name`, `s(q, k) = scale · qᵀk`: a
+    `DotProductScore` that refuses queries and keys of different widths when built, as the
+    built-in `dot` does (what the plugin tests write to a user's folder)."""
+    cls = "".join(word.title() for word in name.split("_")) + "Score"
+    refusal = f"{name} compares queries and keys of one width"
+    return f'''\
+"""A plugin score: s(q, k) = {scale} qᵀk."""
+from seq2seq import registry
+from seq2seq.models.attention.scores import DotProductScore
+
+
+@registry.register("score", "{name}")
+class {cls}(DotProductScore):
+    scale = {scale}
+
+    def __init__(self, query_width, key_width, heads):
+        super().__init__()
+        if query_width != key_width:
+            raise ValueError("{refusal}")
+'''

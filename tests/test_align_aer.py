@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seq2seq.align.aer import AlignmentCounts, corpus_counts, pair_counts
 from seq2seq.align.pharaoh import Links
+from seq2seq.metrics.aer import AlignmentCounts, corpus_counts, pair_counts
 
 
 def gold(sure: set, possible_only: set = frozenset()) -> Links:

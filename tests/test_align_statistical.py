@@ -12,7 +12,6 @@ import sys
 import pytest
 from helpers import run_main
 
-from seq2seq.align.aer import corpus_counts
 from seq2seq.align.gold import GoldPair, gold_set
 from seq2seq.align.pharaoh import Links, check_links_fit, read_links
 from seq2seq.align.statistical import (
@@ -31,6 +30,7 @@ from seq2seq.align.statistical import (
 )
 from seq2seq.align.words import words
 from seq2seq.cli import align_baseline
+from seq2seq.metrics.aer import corpus_counts
 
 needs_eflomal = pytest.mark.skipif(
     importlib.util.find_spec("eflomal") is None, reason="eflomal is not installed"

@@ -1,5 +1,6 @@
 """The attention presets in configs/attention/ compose to every option of their schema
-(they state only what differs from its defaults) and build what they say."""
+(they state only what differs from its defaults), their score and region to full nodes
+(the config groups `attention/score` and `attention/region`), and build what they say."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from omegaconf import OmegaConf
 from seq2seq import registry
 from seq2seq.build import plain
 from seq2seq.configs import config_files
-from seq2seq.models.attention import Attention, NoAttention
+from seq2seq.models.attention import Attention, NoAttention, component_node
 
 # The registered attention component each preset is checked against (`base_<name>`).
 PRESET_COMPONENTS = {
@@ -26,18 +27,22 @@ ATTENTION_KEYS = {
     for name, parameter in inspect.signature(Attention).parameters.items()
     if parameter.kind is inspect.Parameter.KEYWORD_ONLY
 }
+LOCAL_P = {"name": "local", "window": 5, "mode": "predictive"}
 EXPECTED = {
-    "local": dict(score="general", region="local", local_mode="predictive", heads=1),
-    "hard": dict(score="additive", region="hard", heads=1),
-    "sparsemax": dict(score="additive", region="sparsemax", heads=1),
-    "entmax15": dict(score="additive", region="entmax15", heads=1),
-    "multihead": dict(score="scaled_dot", region="soft", heads=4),
-}
+    "local": dict(score={"name": "general"}, region=LOCAL_P, heads=1),
+    "hard": dict(score={"name": "additive", "hidden_dim": None},
+                 region={"name": "hard", "gumbel_tau": 1.0}, heads=1),
+    "sparsemax": dict(score={"name": "additive", "hidden_dim": None},
+                      region={"name": "sparsemax"}, heads=1),
+    "entmax15": dict(score={"name": "additive", "hidden_dim": None},
+                     region={"name": "entmax15"}, heads=1),
+    "multihead": dict(score={"name": "scaled_dot"}, region={"name": "soft"}, heads=4),
+}  # fmt: skip
 
 
 def build(preset: str, *overrides: str):
     """Compose the preset as seq2seq-train does (schema checked), then build it."""
-    cfg = compose_config([f"attention={preset}", *(f"attention.{o}" for o in overrides)])
+    cfg = compose_config([f"attention={preset}", *overrides])
     config = plain(cfg.attention)
     return config, instantiate(config, query_dim=8, key_dim=8, value_dim=8)
 
@@ -52,10 +57,24 @@ def test_every_preset_builds_the_class_of_its_schema(preset):
 
 @pytest.mark.parametrize("preset", SCORED)
 def test_scored_presets_have_every_attention_key_and_accept_overrides(preset):
-    config, attention = build(preset, "region=local", "window=3", "local_mode=monotonic")
+    overrides = (
+        "attention/region=local",
+        "attention.region.window=3",
+        "attention.region.mode=monotonic",
+    )
+    config, attention = build(preset, *overrides)
     assert set(config) - {"_target_"} == ATTENTION_KEYS
+    assert config["region"] == {"name": "local", "window": 3, "mode": "monotonic"}
     assert isinstance(attention, Attention) and attention.region.window == 3
-    assert attention.score_name == EXPECTED.get(preset, {}).get("score", preset)
+    assert attention.region.mode == "monotonic"
+    assert attention.score_name == EXPECTED.get(preset, {}).get("score", {"name": preset})["name"]
+
+
+@pytest.mark.parametrize("preset", SCORED)
+def test_presets_compose_full_option_nodes_at_their_dataclass_defaults(preset):
+    config, _ = build(preset)
+    for group in ("score", "region"):
+        assert config[group] == component_node(group, config[group]["name"])
 
 
 @pytest.mark.parametrize("preset", sorted(EXPECTED))

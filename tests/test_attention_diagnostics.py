@@ -1,4 +1,4 @@
-"""`scripts/attention_diagnostics.py`: entropy, masking, saturation, and a run on a tiny model."""
+"""`seq2seq.bench.attention_diagnostics`: entropy, masking, saturation, and a run on a tiny model."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ import math
 import pytest
 import torch
 
+from seq2seq.bench import attention_diagnostics as diagnostics
 from seq2seq.build import build_model
 from seq2seq.data.prepare import prepare
 from seq2seq.runs.assemble import data_config
-from tests.helpers import compose_config, script_module
-
-diagnostics = script_module("attention_diagnostics")
+from tests.helpers import compose_config
 
 
 def test_entropy_of_uniform_and_one_hot_rows():

@@ -7,7 +7,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seq2seq import registry
 from seq2seq.models.attention import Attention
 
 BATCH, HEADS, HEAD_DIM = 2, 3, 4
@@ -146,30 +145,6 @@ def test_fused_kernel_runs_exactly_when_weights_are_not_needed(attention, monkey
     assert attention(*inputs, need_weights=False)[1] is None and len(calls) == 1
     additive = Attention(7, 5, MODEL_DIM, score="additive", heads=HEADS)
     assert additive(*inputs, need_weights=False)[1] is not None and len(calls) == 1
-
-
-@pytest.mark.parametrize("score", registry.names("score"))
-@pytest.mark.parametrize("region", registry.names("region"))
-@pytest.mark.parametrize("heads", [1, 3])
-def test_project_memory_then_attend_equals_forward(score, region, heads):
-    torch.manual_seed(8)
-    query_dim = 5 if heads == 1 else 7  # one head: equal widths, which every score accepts
-    attention = Attention(query_dim, 5, MODEL_DIM, score=score, region=region, heads=heads).eval()
-    query, keys, values = make_inputs(9)
-    query = query[..., :query_dim]
-    mask = torch.tensor([[True] * 5, [True, True, False, False, False]])
-    context, weights = attention(query, keys, values, mask)
-    proj_keys, proj_values = attention.project_memory(keys, values)
-    assert proj_keys.shape[:3] == (BATCH, heads, 5) and proj_values.shape[:3] == (BATCH, heads, 5)
-    context2, weights2 = attention.attend(query, proj_keys, proj_values, mask)
-    torch.testing.assert_close(context2, context)
-    torch.testing.assert_close(weights2, weights)
-    assert context.shape == (BATCH, 3, attention.output_dim) and weights.shape == (
-        BATCH,
-        heads,
-        3,
-        5,
-    )
 
 
 def test_head_dim_can_differ_from_value_dim_over_heads():

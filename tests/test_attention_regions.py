@@ -1,14 +1,16 @@
 """Regions (soft, sparsemax, entmax15, hard, local), masks and causality: which keys get
-weight, and how much."""
+weight, and how much.
+
+What every registered region owes (hidden keys get exactly 0, an empty row is 0 with finite
+gradients, one query at a time = all, inside a decoder too) is the contract suite's
+(`seq2seq.testing`, tests/test_contracts.py); here are each region's own equations."""
 
 from __future__ import annotations
 
 import itertools
 import math
-from functools import partial
 
 import pytest
-import test_decoders
 import torch
 
 from seq2seq import registry
@@ -18,19 +20,9 @@ from seq2seq.models.attention.regions import build_region
 BATCH, TGT, SRC = 2, 3, 7
 MASK = torch.tensor([[True] * 7, [True] * 4 + [False] * 3])  # row 1 has 4 real keys
 
-# The settings each registered region is tested with (tests/test_registry.py checks that
-# every registered region has some).
-REGION_CASES = {
-    "soft": [{}],
-    "sparsemax": [{}],
-    "entmax15": [{}],
-    "hard": [{}],
-    "local": [dict(local_mode="predictive", window=2), dict(local_mode="monotonic", window=1)],
-}
-REGION_SETTINGS = [
-    {"region": name, **options}
-    for name in registry.names("region")
-    for options in REGION_CASES.get(name, [])
+# Every registered region at its defaults, and local attention's other mode.
+REGION_SETTINGS = [{"region": name} for name in registry.names("region")] + [
+    {"region": {"name": "local", "mode": "monotonic", "window": 1}}
 ]
 
 
@@ -44,43 +36,12 @@ def make_inputs(
     return query, keys, values
 
 
-@pytest.mark.parametrize("settings", REGION_SETTINGS)
-@pytest.mark.parametrize("heads", [1, 3])
-@pytest.mark.parametrize("training", [True, False])
-def test_masked_keys_get_exactly_zero_weight(settings, heads, training):
-    torch.manual_seed(0)
-    attention = Attention(5, 5, 3 * heads, score="additive", heads=heads, **settings)
-    attention.train(training)
-    query, keys, _ = make_inputs(1)
-    values = torch.randn(BATCH, SRC, 3 * heads)
-    _, weights = attention(query, keys, values, MASK)
-    assert weights.shape == (BATCH, heads, TGT, SRC)
-    assert torch.all(weights[1, :, :, 4:] == 0)
-    assert torch.all(weights >= 0) and torch.all(weights.sum(-1) <= 1 + 1e-6)
-
-
 @pytest.mark.parametrize("region", ["soft", "sparsemax", "entmax15", "hard"])
 def test_weights_sum_to_one_over_real_keys(region):
     torch.manual_seed(0)
     attention = Attention(5, 5, 3, score="general", region=region)
     _, weights = attention(*make_inputs(2), MASK)
     torch.testing.assert_close(weights.sum(-1), torch.ones(BATCH, 1, TGT))
-
-
-@pytest.mark.parametrize("settings", REGION_SETTINGS)
-@pytest.mark.parametrize("need_weights", [True, False])
-def test_row_without_visible_keys_gives_zeros_not_nan(settings, need_weights):
-    torch.manual_seed(0)
-    attention = Attention(5, 5, 3, score="scaled_dot", **settings)
-    query, keys, values = make_inputs(3)
-    query.requires_grad_(True)
-    mask = torch.tensor([[True] * 7, [False] * 7])
-    context, weights = attention(query, keys, values, mask, need_weights=need_weights)
-    assert torch.all(context[1] == 0) and torch.isfinite(context).all()
-    if weights is not None:
-        assert torch.all(weights[1] == 0)
-    context.sum().backward()
-    assert torch.isfinite(query.grad).all()
 
 
 @pytest.mark.parametrize("settings", REGION_SETTINGS)
@@ -109,7 +70,7 @@ def test_hard_training_samples_one_key_from_the_softmax_and_passes_gradients():
     samples = 4000
     keys = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]])  # (1, 3, 2)
     query = torch.tensor([1.0, -0.5]).expand(1, samples, 2).clone().requires_grad_(True)
-    attention = Attention(2, 2, score="dot", region="hard", gumbel_tau=0.5).train()
+    attention = Attention(2, 2, score="dot", region={"name": "hard", "gumbel_tau": 0.5}).train()
     context, weights = attention(query, keys, keys)
     assert torch.all((weights == 0) | (weights == 1)) and torch.all(weights.sum(-1) == 1)
     frequencies = weights[0, 0].mean(dim=0)  # Gumbel-max: P(key j) = softmax(s)_j
@@ -189,26 +150,11 @@ def test_sparse_regions_never_take_the_fused_kernel(region):
     torch.testing.assert_close(context, attention(*make_inputs(12, 6, 6, 6), MASK)[0])
 
 
-@pytest.mark.parametrize("region", SPARSE)
-@pytest.mark.parametrize("decoder", list(test_decoders.DECODERS))
-def test_every_decoder_steps_with_sparse_regions_as_in_teacher_forcing(
-    decoder, region, monkeypatch
-):
-    """tests/test_decoders.py's incremental == full check (and, for one decoder per family,
-    its source-padding check) with a sparse region."""
-    attention = partial(Attention, score="general", region=region)
-    monkeypatch.setitem(test_decoders.ATTENTIONS, region, attention)
-    test_decoders.test_step_by_step_equals_teacher_forcing(decoder, region)
-    if decoder in ("gru-bahdanau-feed", "lstm-luong-nofeed", "cnn", "transformer"):
-        test_decoders.test_source_padding_changes_nothing(decoder, region)
-
-
 def test_local_monotonic_window_is_centred_on_the_clipped_position():
     torch.manual_seed(0)
     window = 1
-    attention = Attention(
-        5, 5, 3, score="general", region="local", local_mode="monotonic", window=window
-    )
+    local = {"name": "local", "mode": "monotonic", "window": window}
+    attention = Attention(5, 5, 3, score="general", region=local)
     query, keys, values = make_inputs(5, tgt=4)
     positions = torch.tensor([0, 2, 5, 6])  # row 1 has 4 real keys: centres 0, 2, 3, 3
     _, weights = attention(query, keys, values, MASK, query_positions=positions)
@@ -227,9 +173,8 @@ def test_local_monotonic_window_is_centred_on_the_clipped_position():
 def test_local_predictive_matches_luong_equations():
     torch.manual_seed(0)
     window = 2
-    attention = Attention(
-        5, 5, 3, score="dot", region="local", local_mode="predictive", window=window
-    )
+    local = {"name": "local", "mode": "predictive", "window": window}
+    attention = Attention(5, 5, 3, score="dot", region=local)
     query, keys, values = make_inputs(6)
     _, weights = attention(query, keys, values, MASK)
     region = attention.region
@@ -249,7 +194,7 @@ def test_local_predictive_matches_luong_equations():
 @pytest.mark.parametrize(
     ("settings", "learning"),
     [
-        (dict(region="local", window=2), "region.centre_out"),  # local-p's position predictor
+        (dict(region={"name": "local", "window": 2}), "region.centre_out"),  # local-p's predictor
         (dict(region="sparsemax"), "score.key_map.weight"),
         (dict(region="entmax15"), "score.key_map.weight"),
     ],
@@ -269,14 +214,14 @@ def test_gradcheck_and_the_gradient_reaches_the_parameters(settings, learning):
 
 
 def test_local_rejects_bad_settings():
-    with pytest.raises(ValueError, match="local_mode"):
-        Attention(5, 5, region="local", local_mode="sideways")
-    with pytest.raises(ValueError, match="window"):
-        Attention(5, 5, region="local", window=0)
-    with pytest.raises(ValueError, match="gumbel_tau"):
-        Attention(5, 5, region="hard", gumbel_tau=0.0)
+    with pytest.raises(ValueError, match="region.mode must be one of predictive, monotonic"):
+        Attention(5, 5, region={"name": "local", "mode": "sideways"})
+    with pytest.raises(ValueError, match="region.window must be an integer of at least 1"):
+        Attention(5, 5, region={"name": "local", "window": 0})
+    with pytest.raises(ValueError, match=r"region.gumbel_tau must be a finite number > 0"):
+        Attention(5, 5, region={"name": "hard", "gumbel_tau": 0.0})
     with pytest.raises(ValueError, match="query_positions"):
-        Attention(5, 5, region="local", local_mode="monotonic")(
+        Attention(5, 5, region={"name": "local", "mode": "monotonic"})(
             torch.randn(1, 3, 5),
             torch.randn(1, 4, 5),
             torch.randn(1, 4, 5),
@@ -310,22 +255,3 @@ def test_bf16_autocast_is_close_to_float32(device, settings, need_weights):
     torch.testing.assert_close(context.float(), reference, atol=0.05, rtol=0.05)
     if weights is not None:
         assert torch.all(weights[1, ..., 4:] == 0)
-
-
-@pytest.mark.parametrize("settings", REGION_SETTINGS)
-def test_one_query_at_a_time_equals_the_full_pass(settings):
-    torch.manual_seed(0)
-    attention = Attention(5, 5, 3, score="general", **settings).eval()
-    query, keys, values = make_inputs(10, tgt=4)
-    full_context, full_weights = attention(query, keys, values, MASK)
-    proj_keys, proj_values = attention.project_memory(keys, values)
-    for step in range(4):  # a decoder step passes its index as the query position (local-m)
-        context, weights = attention.attend(
-            query[:, step : step + 1],
-            proj_keys,
-            proj_values,
-            MASK,
-            query_positions=torch.tensor([step]),
-        )
-        torch.testing.assert_close(context, full_context[:, step : step + 1])
-        torch.testing.assert_close(weights, full_weights[:, :, step : step + 1])

@@ -1,6 +1,6 @@
-"""scripts/bench_data.py (`make bench-data`): the memory of a process tree, a measured run
-stopped at a log line, the stage times from log timestamps, the summary rows. Fast: no
-corpus is prepared and nothing is trained."""
+"""`make bench-data` (seq2seq.bench.process_memory, seq2seq.bench.data_scale): the memory of a
+process tree, a measured run stopped at a log line, the stage times from log timestamps, the
+summary rows. Fast: no corpus is prepared and nothing is trained."""
 
 from __future__ import annotations
 
@@ -13,22 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from seq2seq.bench import data_scale
+from seq2seq.bench.process_memory import Measured, descendants, run_measured, tree_memory
 from seq2seq.cli.data import format_summary
-from tests.helpers import script_module
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/smaps_rollup").exists(), reason="needs Linux /proc/<pid>/smaps_rollup"
 )
 
 
-@pytest.fixture(scope="module")
-def bench_data():
-    """scripts/bench_data.py as a module."""
-    return script_module("bench_data")
-
-
-def test_tree_memory_counts_a_child_holding_memory(bench_data):
-    before_rss, before_pss = bench_data.tree_memory(os.getpid())
+def test_tree_memory_counts_a_child_holding_memory():
+    before_rss, before_pss = tree_memory(os.getpid())
     held = 200 * 2**20
     child = subprocess.Popen(
         [sys.executable, "-c", f"x = b'1' * {held}; print('held', flush=True); input()"],
@@ -36,8 +31,8 @@ def test_tree_memory_counts_a_child_holding_memory(bench_data):
     )  # fmt: skip
     try:
         assert child.stdout.readline().strip() == "held"
-        assert child.pid in bench_data.descendants(os.getpid())
-        rss, pss = bench_data.tree_memory(os.getpid())
+        assert child.pid in descendants(os.getpid())
+        rss, pss = tree_memory(os.getpid())
     finally:
         child.communicate("\n")
     assert rss - before_rss > 0.9 * held
@@ -45,7 +40,7 @@ def test_tree_memory_counts_a_child_holding_memory(bench_data):
     assert pss <= rss
 
 
-def test_run_measured_stops_at_the_line_and_times_it(bench_data, tmp_path):
+def test_run_measured_stops_at_the_line_and_times_it(tmp_path):
     printer = (
         "import time\n"
         "for step in range(1, 10**6):\n"
@@ -53,20 +48,20 @@ def test_run_measured_stops_at_the_line_and_times_it(bench_data, tmp_path):
         "    time.sleep(0.05)\n"
     )
     started = time.perf_counter()
-    measured = bench_data.run_measured(
+    measured = run_measured(
         [sys.executable, "-c", printer], tmp_path / "log.txt", stop_when=re.compile(r"update 5/")
     )
     assert time.perf_counter() - started < 60
     assert measured.returncode == -15  # SIGTERM, sent after the fifth line
     assert measured.lines[0][1] == "update 1/1000"
     assert any(line == "update 5/1000" for _, line in measured.lines)
-    first = bench_data.first_update_seconds(measured)
+    first = data_scale.first_update_seconds(measured)
     assert first is not None and 0 < first <= measured.seconds
     assert measured.peak_rss > 0 and measured.peak_pss > 0
     assert (tmp_path / "log.txt").read_text().startswith("update 1/1000\n")
 
 
-def test_stage_seconds_are_the_gaps_between_the_ending_lines(bench_data):
+def test_stage_seconds_are_the_gaps_between_the_ending_lines():
     arrivals = [  # (seconds after the launch, line)
         (2.0, "downloading file:///x/cmn-eng.zip"),
         (12.5, "split 9 clean pairs of cmn-eng.zip: train 5, valid 2, test 2, duplicates 0"),
@@ -77,7 +72,7 @@ def test_stage_seconds_are_the_gaps_between_the_ending_lines(bench_data):
         (41.0, "encoded the test split into q"),
         (41.2, "-----"),
     ]
-    stages = bench_data.stage_seconds(bench_data.Measured(lines=arrivals))
+    stages = data_scale.stage_seconds(Measured(lines=arrivals))
     assert stages == pytest.approx(
         {
             "read, clean, split": 12.5,
@@ -89,9 +84,21 @@ def test_stage_seconds_are_the_gaps_between_the_ending_lines(bench_data):
     )
 
 
-def test_summary_values_are_read_from_the_cli_table(bench_data):
+def test_summary_values_are_read_from_the_cli_table():
     table = format_summary({"lines_read": 5_000_000, "train_size": 4_997_123, "name": "x"})
-    measured = bench_data.Measured(lines=[(0.0, line) for line in table.splitlines()])
-    assert bench_data._summary_value(measured, "lines read") == 5_000_000
-    assert bench_data._summary_value(measured, "train size") == 4_997_123
-    assert bench_data._summary_value(measured, "valid size") is None
+    measured = Measured(lines=[(0.0, line) for line in table.splitlines()])
+    assert data_scale.summary_value(measured, "lines read") == 5_000_000
+    assert data_scale.summary_value(measured, "train size") == 4_997_123
+    assert data_scale.summary_value(measured, "valid size") is None
+
+
+def test_a_synthetic_size_reads_its_own_plain_file_into_its_own_folders(tmp_path):
+    overrides = data_scale.corpus_overrides(250_000, tmp_path / "work", tmp_path / "repo")
+    assert overrides == [
+        "data=tatoeba_zh_en",
+        "data.name=tatoeba_zh_en_250000",
+        f"data.root={tmp_path / 'work' / 'data'}",
+        f"data.url=file://{tmp_path / 'work' / 'synth_250000.txt'}",
+        "data.member=",  # a plain file, not a zip member
+        "data.sha256=null",  # generated here: no pinned hash
+    ]

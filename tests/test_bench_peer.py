@@ -1,24 +1,34 @@
-"""scripts/bench_peer.py (`make bench-peer`): log parsing, the generated JoeyNMT config, the
-data export and the tables. Fast: no virtual environment, no JoeyNMT, no training."""
+"""`make bench-peer` (seq2seq.bench.peer): log parsing, the generated JoeyNMT config, the data
+export and the tables. Fast: no virtual environment, no JoeyNMT, no training."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
 
+from seq2seq.bench.peer import driver
+from seq2seq.bench.peer.data_export import write_export
+from seq2seq.bench.peer.joey_config import joey_config
+from seq2seq.bench.peer.ours import our_config
+from seq2seq.bench.peer.peer_env import peer_versions
+from seq2seq.bench.peer.processes import PeerOptions, check_options
+from seq2seq.bench.peer.result_tables import decoding_table, ratio, training_table
+from seq2seq.bench.peer.shared_settings import DEV_PAIRS
+from seq2seq.bench.peer.throughput_logs import (
+    joey_intervals,
+    joey_parameters,
+    joey_updates,
+    median_after_warmup,
+    our_intervals,
+)
+from seq2seq.build import plain
 from seq2seq.data.batching import ParallelData
-from tests.helpers import script_module
-
-
-@pytest.fixture(scope="module")
-def peer():
-    """scripts/bench_peer.py as a module."""
-    return script_module("bench_peer")
-
 
 # Lines as JoeyNMT 2.3's TrainManager writes them to train.log.
 JOEY_LOG = """\
@@ -33,22 +43,22 @@ JOEY_LOG = """\
 """  # noqa: E501
 
 
-def test_joeynmt_log_lines_become_tokens_per_second(peer):
-    intervals = peer.joey_intervals(JOEY_LOG)
+def test_joeynmt_log_lines_become_tokens_per_second():
+    intervals = joey_intervals(JOEY_LOG)
     assert intervals == [(10, 300.0), (20, 510.0), (30, 470.0), (40, 490.0)]
-    assert peer.joey_updates(JOEY_LOG, intervals) == 43  # the interrupt, not the last log line
-    assert peer.joey_parameters(JOEY_LOG) == 7578624
+    assert joey_updates(JOEY_LOG, intervals) == 43  # the interrupt, not the last log line
+    assert joey_parameters(JOEY_LOG) == 7578624
     # The first interval (start-up) is warm-up; the median of the rest.
-    assert peer.median_after_warmup(intervals, 10) == {"tok_s": 490.0, "intervals": 3}
+    assert median_after_warmup(intervals, 10) == {"tok_s": 490.0, "intervals": 3}
 
 
-def test_without_an_interrupt_line_the_last_logged_step_counts(peer):
+def test_without_an_interrupt_line_the_last_logged_step_counts():
     text = "\n".join(JOEY_LOG.splitlines()[:4])
-    assert peer.joey_updates(text, peer.joey_intervals(text)) == 20
-    assert peer.joey_updates("", []) == 0
+    assert joey_updates(text, joey_intervals(text)) == 20
+    assert joey_updates("", []) == 0
 
 
-def test_our_metrics_lines_become_tokens_per_second(peer):
+def test_our_metrics_lines_become_tokens_per_second(tmp_path):
     lines = [
         {"step": 1, "train/loss": 11.0, "train/tokens_per_sec": 400.0},
         {"step": 50, "train/loss": 8.0, "train/tokens_per_sec": 2900.0},
@@ -57,27 +67,28 @@ def test_our_metrics_lines_become_tokens_per_second(peer):
         {"step": 150, "valid/bleu": 1.0},  # no throughput: not an interval
     ]
     text = "\n".join(json.dumps(line) for line in lines) + "\n"
-    intervals = peer.our_intervals(text)
+    (tmp_path / "metrics.jsonl").write_text(text, encoding="utf-8")
+    intervals = our_intervals(tmp_path)
     assert [step for step, _ in intervals] == [1, 50, 100, 150]
-    assert peer.median_after_warmup(intervals, 50) == {"tok_s": 3050.0, "intervals": 2}
+    assert median_after_warmup(intervals, 50) == {"tok_s": 3050.0, "intervals": 2}
 
 
-def test_a_run_shorter_than_its_warmup_has_no_median(peer):
-    assert peer.median_after_warmup([(1, 400.0)], 50) == {"tok_s": None, "intervals": 0}
+def test_a_run_shorter_than_its_warmup_has_no_median():
+    assert median_after_warmup([(1, 400.0)], 50) == {"tok_s": None, "intervals": 0}
 
 
 # ---------------------------------------------------------------- the generated config
 
 
-def joey_yaml(peer, shape: str, tmp_path: Path) -> dict:
+def joey_yaml(shape: str, tmp_path: Path) -> dict:
     """The JoeyNMT config generated for our preset, written and read back as YAML."""
-    ours = peer._plain(peer.our_config(shape))
-    config = peer.joey_config(ours, tmp_path / "data", tmp_path / "model", log_every=50)
+    ours = plain(our_config(shape))
+    config = joey_config(ours, tmp_path / "data", tmp_path / "model", log_every=50)
     return yaml.safe_load(yaml.safe_dump(config, sort_keys=False))
 
 
-def test_the_transformer_config_has_the_reference_shape(peer, tmp_path):
-    config = joey_yaml(peer, "transformer_small", tmp_path)
+def test_the_transformer_config_has_the_reference_shape(tmp_path):
+    config = joey_yaml("transformer_small", tmp_path)
     model = config["model"]
     for side in ("encoder", "decoder"):
         part = model[side]
@@ -90,8 +101,8 @@ def test_the_transformer_config_has_the_reference_shape(peer, tmp_path):
     assert model["tied_softmax"] is True and model["tied_embeddings"] is False
 
 
-def test_the_gru_config_has_the_reference_shape(peer, tmp_path):
-    model = joey_yaml(peer, "gru_additive", tmp_path)["model"]
+def test_the_gru_config_has_the_reference_shape(tmp_path):
+    model = joey_yaml("gru_additive", tmp_path)["model"]
     encoder, decoder = model["encoder"], model["decoder"]
     assert encoder["type"] == decoder["type"] == "recurrent"
     assert encoder["rnn_type"] == decoder["rnn_type"] == "gru"
@@ -102,8 +113,8 @@ def test_the_gru_config_has_the_reference_shape(peer, tmp_path):
     assert model["tied_softmax"] is True
 
 
-def test_the_training_settings_follow_our_preset(peer, tmp_path):
-    config = joey_yaml(peer, "transformer_small", tmp_path)
+def test_the_training_settings_follow_our_preset(tmp_path):
+    config = joey_yaml("transformer_small", tmp_path)
     training, data = config["training"], config["data"]
     assert training["batch_type"] == "token" and training["batch_size"] == 4096
     assert training["optimizer"] == "adamw" and training["learning_rate"] == 0.001
@@ -127,10 +138,10 @@ def test_the_training_settings_follow_our_preset(peer, tmp_path):
     assert config["testing"]["batch_size"] == 128
 
 
-def test_a_family_joeynmt_lacks_is_refused(peer, tmp_path):
-    ours = peer._plain(peer.our_config("convs2s"))
+def test_a_family_joeynmt_lacks_is_refused(tmp_path):
+    ours = plain(our_config("convs2s"))
     with pytest.raises(ValueError, match="no counterpart"):
-        peer.joey_config(ours, tmp_path, tmp_path, log_every=50)
+        joey_config(ours, tmp_path, tmp_path, log_every=50)
 
 
 # ---------------------------------------------------------------- the data export
@@ -168,9 +179,9 @@ def fake_prepared(pairs: int, line_break: str = "") -> SimpleNamespace:
     )
 
 
-def test_the_export_writes_what_joeynmt_reads(peer, tmp_path):
-    counts = peer.write_export(fake_prepared(20), "zh", "en", sentences=5, folder=tmp_path)
-    assert counts == {"train": 20, "dev": peer.DEV_PAIRS, "test": 5}
+def test_the_export_writes_what_joeynmt_reads(tmp_path):
+    counts = write_export(fake_prepared(20), "zh", "en", sentences=5, folder=tmp_path)
+    assert counts == {"train": 20, "dev": DEV_PAIRS, "test": 5}
     train_src = (tmp_path / "train.zh").read_text(encoding="utf-8").splitlines()
     train_tgt = (tmp_path / "train.en").read_text(encoding="utf-8").splitlines()
     assert len(train_src) == len(train_tgt) == 20 and train_tgt[3] == "train target 3"
@@ -182,7 +193,7 @@ def test_the_export_writes_what_joeynmt_reads(peer, tmp_path):
     assert (tmp_path / "reference.en").read_text(encoding="utf-8").splitlines()[4] == (
         "test target 4"
     )
-    assert len((tmp_path / "dev.en").read_text(encoding="utf-8").splitlines()) == peer.DEV_PAIRS
+    assert len((tmp_path / "dev.en").read_text(encoding="utf-8").splitlines()) == DEV_PAIRS
     # Our models byte for byte; every piece in id order, specials included.
     assert (tmp_path / "spm.zh.model").read_bytes() == b"zh-model"
     assert (tmp_path / "vocab.en").read_text(encoding="utf-8").splitlines() == [
@@ -191,30 +202,30 @@ def test_the_export_writes_what_joeynmt_reads(peer, tmp_path):
     assert json.loads((tmp_path / "languages.json").read_text()) == {"src": "zh", "tgt": "en"}
 
 
-def test_a_line_another_reader_would_split_is_refused(peer, tmp_path):
+def test_a_line_another_reader_would_split_is_refused(tmp_path):
     with pytest.raises(ValueError, match="line 2"):
-        peer.write_export(fake_prepared(4, "\u2028"), "zh", "en", sentences=4, folder=tmp_path)
+        write_export(fake_prepared(4, "\u2028"), "zh", "en", sentences=4, folder=tmp_path)
 
 
 # ---------------------------------------------------------------- counts, ratios and tables
 
 
-def test_generated_tokens_are_pieces_plus_eos(peer):
+def test_generated_tokens_are_pieces_plus_eos():
     # An output that ended with EOS, and one cut at the length limit (no EOS): 3 + 2.
-    assert peer.generated_tokens([["▁I", "▁go", "</s>"], ["▁a"]]) == 5
-    assert peer.generated_tokens([]) == 0
+    assert driver.generated_tokens([["▁I", "▁go", "</s>"], ["▁a"]]) == 5
+    assert driver.generated_tokens([]) == 0
 
 
-def test_ratios_read_as_multiples(peer):
-    assert peer.ratio(2953.0, 471.0) == "6.3×"
-    assert peer.ratio(352.7, 2.5) == "141×"
-    assert peer.ratio(2.2, 75.9) == "0.03×"  # slower than the peer: two decimals
-    assert peer.ratio(None, 471.0) == "—"
-    assert peer.ratio(100.0, None) == "—"
-    assert peer.ratio(100.0, 0.0) == "—"
+def test_ratios_read_as_multiples():
+    assert ratio(2953.0, 471.0) == "6.3×"
+    assert ratio(352.7, 2.5) == "141×"
+    assert ratio(2.2, 75.9) == "0.03×"  # slower than the peer: two decimals
+    assert ratio(None, 471.0) == "—"
+    assert ratio(100.0, None) == "—"
+    assert ratio(100.0, 0.0) == "—"
 
 
-def test_the_training_table_shows_both_sides_and_the_ratio(peer):
+def test_the_training_table_shows_both_sides_and_the_ratio():
     rows = {
         "transformer_small": {
             "ours": {"tok_s": 2953.4, "intervals": 9, "updates": 612, "parameters": 7578624},
@@ -222,7 +233,7 @@ def test_the_training_table_shows_both_sides_and_the_ratio(peer):
         },
         "gru_additive": {"ours": {"tok_s": None, "intervals": 0}, "joey": {}},
     }
-    lines = peer.training_table(rows)
+    lines = training_table(rows)
     assert lines[0].startswith("| shape | ours tgt tok/s | JoeyNMT tgt tok/s | ours / JoeyNMT")
     assert lines[2] == (
         "| transformer_small | 2,953 | 471 | 6.3× | 612 | 98 | 9, 3 | 7,578,624, 7,579,136 |"
@@ -231,7 +242,7 @@ def test_the_training_table_shows_both_sides_and_the_ratio(peer):
     assert all(line.count("|") == lines[0].count("|") for line in lines)
 
 
-def test_the_decoding_table_gives_rates_and_ratios(peer):
+def test_the_decoding_table_gives_rates_and_ratios():
     ours = {
         "1": {"seconds": 2.0, "sentences": 20, "tokens": 300, "bleu": 3.21},
         "5": {"seconds": 4.0, "sentences": 20, "tokens": 320, "bleu": 4.5},
@@ -240,7 +251,7 @@ def test_the_decoding_table_gives_rates_and_ratios(peer):
         "1": {"seconds": 10.0, "sentences": 20, "tokens": 500, "bleu": 1.0},
         "5": {"seconds": 40.0, "sentences": 20, "tokens": 640, "bleu": None},
     }
-    lines = peer.decoding_table({"gru_additive": {"ours": ours, "joey": joey}})
+    lines = decoding_table({"gru_additive": {"ours": ours, "joey": joey}})
     assert len(lines) == 4  # header, rule, greedy, beam 5
     # greedy: 10.0 vs 2.0 sent/s (5.0×), 150 vs 50 tok/s (3.0×)
     assert lines[2] == (
@@ -252,11 +263,38 @@ def test_the_decoding_table_gives_rates_and_ratios(peer):
     assert lines[3].endswith("| 320, 640 | 4.50, — |")
 
 
-def test_options_refuse_a_nonpositive_budget(peer):
-    args = peer.build_parser().parse_args(["--minutes", "0"])
-    with pytest.raises(SystemExit, match="--minutes"):
-        peer.options_from(args)
+def peer_options(tmp_path: Path, **changes) -> PeerOptions:
+    """The command line's defaults, with `changes`."""
+    values = dict(shapes=["gru_additive"], minutes=4.0, threads=2, sentences=1000, log_every=10,
+                  warmup_updates=20, decode_reps=3, matmul_reps=10, peer_venv=tmp_path / "venv",
+                  work_dir=tmp_path / "work", out=tmp_path / "out.md", root=tmp_path)  # fmt: skip
+    return PeerOptions(**(values | changes))
 
 
-def test_a_missing_peer_environment_reports_no_versions(peer, tmp_path):
-    assert peer.peer_versions(tmp_path / "bin" / "python") is None
+@pytest.mark.parametrize("name", ["minutes", "threads", "log_every", "decode_reps"])
+def test_options_refuse_a_nonpositive_budget(tmp_path, name):
+    flag = "--" + name.replace("_", "-")
+    with pytest.raises(SystemExit, match=flag):
+        check_options(peer_options(tmp_path, **{name: 0}))
+
+
+def test_options_keep_a_positive_budget_and_clip_a_negative_warmup(tmp_path):
+    checked = check_options(peer_options(tmp_path, minutes=0.3, warmup_updates=-5))
+    assert (checked.minutes, checked.warmup_updates) == (0.3, 0)
+    with pytest.raises(SystemExit, match="convs2s"):
+        check_options(peer_options(tmp_path, shapes=["convs2s"]))
+
+
+def test_the_peer_driver_runs_without_this_package(tmp_path):
+    """The peer environment has JoeyNMT but not seq2seq: its driver file must start with the
+    standard library alone (here: an interpreter that cannot import seq2seq, -I -S)."""
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", driver.__file__, "--help"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "train" in done.stdout and "decode" in done.stdout
+
+
+def test_a_missing_peer_environment_reports_no_versions(tmp_path):
+    assert peer_versions(tmp_path / "bin" / "python") is None

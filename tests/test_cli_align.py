@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from helpers import compose_config, run_main
 
-from seq2seq.align.aer import corpus_counts
 from seq2seq.align.extract import AlignmentError
 from seq2seq.align.pharaoh import Links, format_links, parse_links, read_links
 from seq2seq.cli import align, translate
 from seq2seq.data.toy import ToySpec, gold_alignment, toy_splits
+from seq2seq.metrics.aer import corpus_counts
 from seq2seq.runs.assemble import train_and_test
 
 TOY = {"task": "reverse", "num_symbols": 10, "min_len": 3, "max_len": 8}

@@ -6,21 +6,12 @@ import logging
 
 import pytest
 import sentencepiece as spm
+from helpers import synthetic_data_config as config
 
-from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import MIRROR_ENV
 from seq2seq.data.prepare import prepare
 from seq2seq.data.tokenizer import VocabularySizeError
-
-
-def config(tmp_path, **overrides) -> DataConfig:
-    settings = {
-        "name": "synthetic", "url": "https://example.org/anki/toy-eng.zip", "member": "toy.txt",
-        "root": str(tmp_path / "data"), "valid_size": 20, "test_size": 20,
-        "src_vocab_size": 30, "tgt_vocab_size": 30, "max_len": 15, "max_tokens": 200,
-    }  # fmt: skip
-    return DataConfig(**{**settings, **overrides})
 
 
 @pytest.fixture

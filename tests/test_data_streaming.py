@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 import torch
-from test_data_prepare import config
+from helpers import synthetic_data_config as config
 
 from seq2seq.cli import data as data_cli
 from seq2seq.data import chunks as chunks_module
 from seq2seq.data import encode as encode_module
-from seq2seq.data import prepare as prepare_module
 from seq2seq.data.arrays import (
     ArrayExamples,
     ArrayFileError,
@@ -37,6 +36,7 @@ from seq2seq.data.encode import encode_pairs, encode_split, open_encoded
 from seq2seq.data.fetch import MIRROR_ENV, fetch
 from seq2seq.data.hashsplit import DUPLICATE, LABELS, PairHashes, assign_splits
 from seq2seq.data.prepare import prepare
+from seq2seq.data.sources.tabular import TabularSource
 from seq2seq.data.split import near_duplicate_key, split_pairs
 from seq2seq.data.synth import source_lines, synthetic_lines, write_synthetic
 from seq2seq.data.tokenizer import SentenceSample, SubwordTokenizer, SymbolTokenizer, TextFiles
@@ -385,9 +385,9 @@ def test_a_second_prepare_opens_the_record_unless_a_file_changed(tmp_path, mirro
     monkeypatch.setenv(MIRROR_ENV, str(mirror))
     first = prepare(config(tmp_path))
     splits = []
-    real_split = prepare_module._split_corpus
+    real_split = TabularSource.write_splits
     monkeypatch.setattr(
-        prepare_module, "_split_corpus", lambda *args: splits.append(1) or real_split(*args)
+        TabularSource, "write_splits", lambda *args: splits.append(1) or real_split(*args)
     )
     again = prepare(config(tmp_path, max_len=12))  # a setting no file depends on
     assert splits == [] and again.summary["lines_read"] == first.summary["lines_read"]

@@ -23,10 +23,10 @@ ATTENTIONS = {
     "additive": partial(Attention, score="additive", region="soft"),
     "multihead": partial(Attention, score="scaled_dot", region="soft", heads=2),
     "local_m": partial(
-        Attention, score="general", region="local", local_mode="monotonic", window=2
+        Attention, score="general", region={"name": "local", "mode": "monotonic", "window": 2}
     ),
     "local_p": partial(
-        Attention, score="general", region="local", local_mode="predictive", window=2
+        Attention, score="general", region={"name": "local", "mode": "predictive", "window": 2}
     ),
     "none": NoAttention,
 }

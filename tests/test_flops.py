@@ -1,28 +1,22 @@
-"""Analytic FLOPs (`seq2seq.flops`) against torch's own count, `FlopCounterMode`.
+"""Analytic FLOPs (`seq2seq.flops`) of whole models against torch's own count, `FlopCounterMode`.
 
-`FlopCounterMode` counts the matrix products it sees at the dispatcher, with the same
-convention (a multiply-add = 2 FLOPs). On the CPU two fused kernels hide their products
-from it: the oneDNN LSTM (`aten::mkldnn_rnn`) and the CPU flash-attention kernel behind
-`F.scaled_dot_product_attention`; both count as 0. The tests therefore run the model with
-oneDNN switched off and the MATH attention backend, which compute the same products as
-visible `mm` / `bmm` calls, so every family can be compared.
+Each registered component's formula is checked alone and in a tiny model by the contract
+suite (`seq2seq.testing.flops`, run on every built-in by tests/test_contracts.py); here
+the variants of the families (stacked, Luong without input feeding, a wider embedding,
+multi-head attention on a recurrent decoder) are counted the same way
+(`seq2seq.testing.flops.counted_flops`: oneDNN off and the MATH attention backend, whose
+products torch sees), and the parts are written out by hand.
 """
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 import torch
-import torch.nn.functional as F
 from helpers import compose_config
-from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.utils.flop_counter import FlopCounterMode
 
-from seq2seq import registry
 from seq2seq.build import build_model
-from seq2seq.configs import preset_names
 from seq2seq.flops import flops_breakdown, forward_flops, training_flops
+from seq2seq.testing.flops import counted_flops
 
 VOCAB, BATCH, SRC_LEN, TGT_LEN = 13, 3, 5, 7
 TINY = ["model.embed_dim=8", "encoder.hidden_size=8", "decoder.hidden_size=8"]
@@ -54,24 +48,16 @@ MODELS = {
     "transformer_wider_embedding": TRANSFORMER
     + ["model.embed_dim=16", "model.tie_embeddings=false", "attention=additive"],
 }
-ATTENTIONS = preset_names("attention")
 
 
-def counted_flops(overrides: list[str]) -> tuple[int, int]:
+def counted(overrides: list[str]) -> tuple[int, int]:
     """(forward, forward + backward) FLOPs that `FlopCounterMode` sees for one batch."""
     torch.manual_seed(0)
     model = build_model(compose_config(TINY + overrides), VOCAB, VOCAB)
     src = torch.randint(4, VOCAB, (BATCH, SRC_LEN))
     tgt = torch.randint(4, VOCAB, (BATCH, TGT_LEN))
     src_mask = torch.ones(BATCH, SRC_LEN, dtype=torch.bool)  # no padding: packed == padded
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # oneDNN's note about TF32 on Intel GPUs
-        with torch.backends.mkldnn.flags(enabled=False), sdpa_kernel(SDPBackend.MATH):
-            with FlopCounterMode(display=False) as counter:
-                logits, _ = model(src, src_mask, tgt)  # (batch, tgt_len, vocab)
-                forward = counter.get_total_flops()
-                F.cross_entropy(logits.reshape(-1, VOCAB), tgt.reshape(-1)).backward()
-    return forward, counter.get_total_flops()
+    return counted_flops(lambda: model(src, src_mask, tgt)[0])  # logits (batch, tgt_len, vocab)
 
 
 def analytic(overrides: list[str]) -> tuple[int, int]:
@@ -80,37 +66,17 @@ def analytic(overrides: list[str]) -> tuple[int, int]:
     return forward_flops(cfg, *shape), training_flops(cfg, *shape)
 
 
-def test_the_models_cover_every_registered_family():
-    for group in ("encoder", "decoder"):
-        covered = {
-            registry.of_node(group, compose_config(TINY + overrides)[group]).name
-            for overrides in MODELS.values()
-        }
-        assert covered == set(registry.names(group)), f"MODELS lacks a {group} family"
-
-
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_every_family_matches_flop_counter(name):
-    counted_forward, counted_training = counted_flops(MODELS[name])
+    counted_forward, counted_training = counted(MODELS[name])
     forward, training = analytic(MODELS[name])
     assert forward == counted_forward  # the formulas cover every product of the forward pass
     assert training == pytest.approx(counted_training, rel=0.10)
 
 
-@pytest.mark.parametrize("attention", ATTENTIONS)
-def test_every_attention_preset_matches_flop_counter(attention):
-    """Every preset, so every registered score, region and attention class (tests/test_registry.py
-    checks that each is used by a preset)."""
-    overrides = ["encoder=gru", "decoder=gru", f"attention={attention}"]
-    counted_forward, counted_training = counted_flops(overrides)
-    forward, training = analytic(overrides)
-    assert forward == counted_forward
-    assert training == pytest.approx(counted_training, rel=0.10)
-
-
 def test_multihead_attention_on_a_recurrent_decoder_matches_flop_counter():
     overrides = ["encoder=gru", "decoder=gru", "attention=multihead", "attention.heads=2"]
-    assert analytic(overrides)[0] == counted_flops(overrides)[0]
+    assert analytic(overrides)[0] == counted(overrides)[0]
 
 
 def test_hand_computed_parts_of_a_unidirectional_gru():

@@ -14,14 +14,13 @@ import pytest
 import torch
 from helpers import TINY_TOY, compose_config
 
+from seq2seq.bench import gpu as gpu_bench
 from seq2seq.build import ConfigError
+from seq2seq.runs import loss_curves as compare
 from seq2seq.runs.assemble import assemble_trainer
 from seq2seq.settings_checks import check_settings
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import gpu_bench  # noqa: E402
-import gpu_compare_losses as compare  # noqa: E402
 
 
 def _write_run(run_dir: Path, losses: dict[int, float]) -> Path:
@@ -63,11 +62,11 @@ def test_the_command_reads_two_runs_and_exits_by_the_threshold(tmp_path, capsys)
     reference = _write_run(tmp_path / "fp32", _curve(200))
     close = _write_run(tmp_path / "bf16", _curve(200, scale=1.01))
     far = _write_run(tmp_path / "bad", _curve(200, scale=1.2))
-    assert compare.main([str(close), str(reference)]) == 0
+    assert compare.check(close, reference) == 0
     assert "max relative difference 0.0100" in capsys.readouterr().out
-    assert compare.main([str(far), str(reference)]) == 1
-    assert compare.main([str(far), str(reference), "--threshold", "0.25"]) == 0
-    assert compare.main([str(tmp_path / "missing"), str(reference)]) == 2
+    assert compare.check(far, reference) == 1
+    assert compare.check(far, reference, threshold=0.25) == 0
+    assert compare.check(tmp_path / "missing", reference) == 2
 
 
 def test_a_resumed_run_keeps_the_later_value_of_a_step(tmp_path):

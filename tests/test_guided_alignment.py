@@ -29,6 +29,7 @@ from seq2seq.data.batching import ParallelData, collate
 from seq2seq.data.fetch import MIRROR_ENV
 from seq2seq.data.links import GuidedSplit, PieceLinks, link_targets, stored_rows
 from seq2seq.data.prepare import prepare
+from seq2seq.metrics.alignment_accuracy import alignment_accuracy, toy_links
 from seq2seq.runs.assemble import assemble_trainer, check_startup, data_config, train_and_test
 from seq2seq.settings_checks import check_settings
 from seq2seq.training.guidance import (
@@ -39,7 +40,6 @@ from seq2seq.training.guidance import (
     resolve_layer,
     supervised_attention,
 )
-from seq2seq.visualise.alignment import alignment_accuracy, toy_links
 
 QUICK = TINY_TOY + ["trainer.max_steps=2", "trainer.valid_every=2", "logging.tensorboard=false",
                     "trainer.test_search.beam_size=1", "data.toy_train_size=48",

@@ -32,7 +32,7 @@ def test_every_package_of_the_source_tree_is_listed_in_pyproject():
         ".".join(init.parent.relative_to(REPO_ROOT).parts)
         for init in (REPO_ROOT / "seq2seq").rglob("__init__.py")
     }
-    assert on_disk | {"seq2seq.configs"} == listed
+    assert on_disk | {"seq2seq.configs", "seq2seq.configs.compare"} == listed
 
 
 def run(command: list[str], cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -109,3 +109,53 @@ def test_prepare_a_corpus_from_a_config_folder_of_the_users_own(installed, tmp_p
                   "data=mine", "data.root=corpora"], cwd=tmp_path)  # fmt: skip
     assert "train size" in result.stdout
     assert (tmp_path / "corpora" / "prepared" / "mine" / "train.xx").is_file()
+
+
+# ---------------------------------------------------------------- a score of the user's own
+
+README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+TOY_RUN = ["data=toy_copy", "data.toy_train_size=200", "data.toy_valid_size=16",
+           "data.toy_test_size=16", "trainer.max_steps=2", "trainer.valid_every=2",
+           "schedule.warmup_steps=1"]  # fmt: skip
+
+
+def readme_block(after: str, language: str) -> str:
+    """The first fenced `language` block of the README after the line starting `after`."""
+    rest = README[README.index(after) :]
+    opening = f"```{language}\n"
+    start = rest.index(opening) + len(opening)
+    return rest[start : rest.index("```", start)]
+
+
+def test_a_score_of_the_users_own_is_checked_compared_and_guards_its_checkpoints(installed, tmp_path):
+    """README "Adding an attention score", done from an empty folder with the wheel: the
+    plugin file and YAML copied from the README pass the contract suite, are ranked by
+    seq2seq-compare against two built-ins, and their checkpoint translates only when the
+    plugin is named."""
+    lab = tmp_path / "lab"
+    (lab / "attention").mkdir(parents=True)
+    (lab / "scores.py").write_text(readme_block("**1. The class**", "python"), encoding="utf-8")
+    (lab / "attention" / "scaled_general.yaml").write_text(
+        readme_block("**2. The YAML**", "yaml"), encoding="utf-8"
+    )
+    checked = run([str(installed / "seq2seq-check"), "score", "scaled_general", "--plugins",
+                   "lab/scores.py", "--config-dir", "lab"], cwd=tmp_path)  # fmt: skip
+    assert "learning" in checked.stdout and "masking" in checked.stdout
+
+    folder = tmp_path / "cmp"
+    run([str(installed / "seq2seq-compare"), "attention=scaled_general,scaled_dot,additive",
+         "budget=small", "seeds=1", "threads=1", "stages=[attention,summary]", f"dir={folder}",
+         "plugins=[lab/scores.py]", "config_dir=lab", "report.image=false", "report.aer=false",
+         "report.resamples=100", "train=[" + ",".join(f'"{item}"' for item in TOY_RUN) + "]"],
+        cwd=tmp_path, timeout=600)  # fmt: skip
+    table = (folder / "COMPARISON.md").read_text(encoding="utf-8")
+    assert all(f"score={name} " in table for name in ("scaled_general", "scaled_dot", "additive"))
+
+    (checkpoint,) = folder.glob("attention/*attention=scaled_general*/checkpoints/best.pt")
+    refused = subprocess.run([str(installed / "seq2seq-translate"), str(checkpoint), "a b c"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "lab/scores.py" in refused.stderr and "--plugins" in refused.stderr
+    translated = run([str(installed / "seq2seq-translate"), str(checkpoint), "a b c",
+                      "--plugins", "lab/scores.py"], cwd=tmp_path)  # fmt: skip
+    assert len(translated.stdout.splitlines()) == 1

@@ -1,15 +1,27 @@
-"""Corpus scores against sacrebleu's own command line on the same text."""
+"""Corpus scores against sacrebleu's own command line on the same text; the registered
+validation metrics, their directions and their values."""
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from seq2seq import registry
 from seq2seq.metrics import bleu_tokenizer, corpus_scores, format_score, format_scores
+from seq2seq.metrics.base import (
+    HOOK,
+    LOSS,
+    TRANSLATIONS,
+    TranslationMetric,
+    metric,
+    metrics_of,
+    validation_metric,
+)
 
 ENGLISH_REFS = ["The cat sat on the mat.", "He went to Beijing yesterday.", "I like apples a lot!"]
 ENGLISH_HYPS = ["The cat sat on a mat.", "Yesterday he went to Beijing.", "I like apples!"]
@@ -112,3 +124,80 @@ def test_format_score_and_scores():
 def test_bad_corpus_raises(hyps, refs, message):
     with pytest.raises(ValueError, match=message):
         corpus_scores(hyps, refs, "en")
+
+
+# ---------------------------------------------------------------- the validation metrics
+
+# What each built-in is known to be: higher or lower is better, and where its value is from.
+BUILT_IN = {"bleu": (True, TRANSLATIONS), "chrf": (True, TRANSLATIONS),
+            "ter": (False, TRANSLATIONS), "loss": (False, LOSS), "ppl": (False, LOSS),
+            "aer": (False, HOOK), "alignment_accuracy": (True, HOOK)}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", registry.names("metric"))
+def test_every_metric_is_registered_with_its_direction_and_its_source(name):
+    found = metric(name)
+    assert found.name == name and isinstance(found.higher_is_better, bool)
+    assert found.source in (TRANSLATIONS, LOSS, HOOK) and found.label
+    if name in BUILT_IN:
+        assert (found.higher_is_better, found.source) == BUILT_IN[name]
+    assert found.direction == ("maximize" if found.higher_is_better else "minimize")
+
+
+def test_the_built_ins_are_registered():
+    assert set(BUILT_IN) <= set(registry.names("metric"))
+
+
+def test_translation_metrics_score_as_corpus_scores_does():
+    scores = corpus_scores(CHINESE_HYPS, CHINESE_REFS, "zh", ter=True)
+    for found in metrics_of(TRANSLATIONS):
+        assert found.score(CHINESE_HYPS, CHINESE_REFS, "zh") == pytest.approx(scores[found.name])
+
+
+def test_loss_metrics_are_the_loss_and_its_exponential():
+    assert metric("loss").from_loss(2.5) == 2.5
+    assert metric("ppl").from_loss(2.5) == pytest.approx(math.exp(2.5))
+    assert metric("ppl").from_loss(1e4) == pytest.approx(math.exp(50.0))  # capped, finite
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "best", "improves"),
+    [
+        ("bleu", 20.0, None, True),
+        ("bleu", 20.0, 19.0, True),
+        ("bleu", 19.0, 19.0, False),  # a tie is no progress
+        ("ter", 60.0, 61.0, True),
+        ("ter", 62.0, 61.0, False),
+        ("loss", float("nan"), None, False),
+    ],
+)
+def test_a_value_improves_in_the_metrics_direction(name, value, best, improves):
+    assert metric(name).improves(value, best) is improves
+
+
+def test_an_unknown_metric_names_the_key_and_the_registered_ones():
+    with pytest.raises(ValueError, match=r"trainer\.select_metric must be one of \(.*\), got 'blue'") as error:
+        metric("blue")
+    assert all(name in str(error.value) for name in registry.names("metric"))
+
+
+def test_a_metric_states_its_direction_and_its_source():
+    with pytest.raises(TypeError, match="higher_is_better must be True or False"):
+        validation_metric("bad", higher_is_better="yes")
+    with pytest.raises(TypeError, match="must subclass TranslationMetric"):
+        validation_metric("bad", higher_is_better=True)(object)
+
+
+def test_a_registered_metric_joins_the_others():
+    @validation_metric("unigram_recall", higher_is_better=True)
+    class UnigramRecall(TranslationMetric):
+        def score(self, hypotheses, references, tgt_lang):
+            pairs = zip(hypotheses, references, strict=True)
+            found = sum(len(set(h.split()) & set(r.split())) for h, r in pairs)
+            return 100.0 * found / sum(len(set(r.split())) for r in references)
+
+    try:
+        assert "unigram_recall" in [m.name for m in metrics_of(TRANSLATIONS)]
+        assert metric("unigram_recall").score(["a b"], ["a c"], "en") == 50.0
+    finally:
+        registry.unregister("metric", "unigram_recall")

@@ -1,9 +1,13 @@
-"""Any encoder with any decoder and any attention: each combination builds from the
-composed config and runs forward and backward on a tiny batch."""
+"""Any encoder with any decoder and any attention: the combinations build from the composed
+config and run forward and backward on a tiny batch.
+
+The contract suite (tests/test_contracts.py) checks each component with fixed partners;
+here every encoder preset meets every decoder preset, and every attention preset every
+decoder preset (the decoder is what calls the attention: its queries, positions and
+cache). An encoder reaches the attention only through the bridge, which makes every
+memory the decoder's width, so encoder x attention pairs add nothing beyond these."""
 
 from __future__ import annotations
-
-import itertools
 
 import pytest
 import torch
@@ -14,8 +18,11 @@ from seq2seq.build import build_model
 from seq2seq.configs import preset_names
 from seq2seq.special_tokens import BOS_ID, PAD_ID
 
-# Every preset of each group, so every registered component (tests/test_registry.py).
 ENCODERS, DECODERS, ATTENTIONS = (preset_names(g) for g in ("encoder", "decoder", "attention"))
+COMBINATIONS = sorted(
+    {(encoder, decoder, "additive") for encoder in ENCODERS for decoder in DECODERS}
+    | {("gru", decoder, attention) for decoder in DECODERS for attention in ATTENTIONS}
+)
 VOCAB = 11
 
 
@@ -25,9 +32,7 @@ def tiny_batch() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return src, src != PAD_ID, tgt_in
 
 
-@pytest.mark.parametrize(
-    ("encoder", "decoder", "attention"), list(itertools.product(ENCODERS, DECODERS, ATTENTIONS))
-)
+@pytest.mark.parametrize(("encoder", "decoder", "attention"), COMBINATIONS)
 def test_every_combination_builds_and_trains_a_step(encoder, decoder, attention):
     cfg = compose_config(
         [f"encoder={encoder}", f"decoder={decoder}", f"attention={attention}",

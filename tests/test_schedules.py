@@ -44,7 +44,8 @@ def plateau(step: int) -> float:
     return min(1.0, step / WARMUP) * 0.5 ** (stalled // 3)
 
 
-# Every registered schedule needs a case here (tests/test_registry.py checks it too).
+# Every registered schedule needs a case here: the contract suite (seq2seq.testing) has no
+# schedule checks, so this is where a new schedule's formula is tested.
 SCHEDULE_CASES = {
     "inverse_sqrt": ScheduleCase(inverse_sqrt),
     "cosine": ScheduleCase(cosine),
@@ -80,3 +81,22 @@ def test_every_registered_schedule_follows_its_formula(name):
 def test_a_schedule_needs_total_steps_exactly_when_its_constructor_takes_them(component):
     takes_total = "total_steps" in inspect.signature(component.builder).parameters
     assert component.builder.needs_total_steps == takes_total
+
+
+def test_plateau_reads_a_lower_is_better_metric_in_its_direction():
+    """A loss that falls until update 6 and then stalls (it rises a little) decays the
+    rate exactly as the stalled BLEU of the plateau case does."""
+    schedule = build("plateau")
+    for step in range(1, STEPS + 1):
+        schedule.step()
+        loss = 10.0 - min(step, 6) + 0.01 * max(0, step - 6)  # worse after update 6
+        schedule.on_validation(loss, higher_is_better=False)
+        assert schedule.lr == pytest.approx(plateau(step)), f"after update {step}"
+
+
+def test_a_plateau_state_saved_before_any_validation_loads_in_either_form():
+    for saved_best in (-math.inf, None):  # -inf: written before the direction existed
+        schedule = build("plateau")
+        schedule.load_state_dict({**schedule.state_dict(), "best": saved_best})
+        schedule.on_validation(50.0, higher_is_better=False)  # the first value is the best
+        assert schedule.best == 50.0 and schedule.bad_validations == 0

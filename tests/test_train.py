@@ -82,7 +82,7 @@ def test_corrupt_checkpoint_gives_one_clear_error(tmp_path):
         ("trainer.max_stepz=3", ConfigCompositionException, "max_stepz"),
         ("encoder.cell=grux", ConfigCompositionException, "cell"),
         ("trainer.max_steps=many", ConfigCompositionException, "max_steps"),
-        ("attention.region=everywhere", ConfigCompositionException, "region"),
+        ("attention.score.hidden_dim=many", ConfigCompositionException, "hidden_dim"),
     ],
 )
 def test_wrong_config_key_or_value_fails_with_its_name(override, error, key):

@@ -6,14 +6,12 @@ import pytest
 import torch
 from torch import nn
 
+from seq2seq.metrics.alignment_accuracy import Link, alignment_accuracy, toy_links
 from seq2seq.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from seq2seq.visualise.alignment import (
-    Link,
-    alignment_accuracy,
     attention_summary,
     teacher_forced_attention,
     toy_alignment_accuracy,
-    toy_links,
 )
 
 

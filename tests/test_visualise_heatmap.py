@@ -178,7 +178,7 @@ def test_run_description_names_the_parts_and_the_attention_settings():
         "encoder": {"_target_": "seq2seq.models.encoders.TransformerEncoder"},
         "decoder": {"_target_": "seq2seq.models.decoders.RNNDecoder", "cell": "lstm"},
         "attention": {"_target_": "seq2seq.models.attention.Attention", "score": "general",
-                      "region": "local", "local_mode": "predictive", "window": 3, "heads": 2},
+                      "region": {"name": "local", "mode": "predictive", "window": 3}, "heads": 2},
     }  # fmt: skip
     assert describe_run(config) == {
         "encoder": "transformer",
@@ -187,6 +187,9 @@ def test_run_description_names_the_parts_and_the_attention_settings():
         "region": "local-p D=3",
         "heads": "2",
     }
+    monotonic = {**config["attention"], "score": {"name": "general"}, "region": {"name": "local",
+                 "mode": "monotonic"}}  # fmt: skip
+    assert describe_run({**config, "attention": monotonic})["region"] == "local-m D=5"
     none = {**config, "attention": {"_target_": "seq2seq.models.attention.NoAttention"}}
     assert run_title(none, step=7) == "encoder=transformer · decoder=lstm · attention=none · step 7"
 

@@ -1,5 +1,6 @@
 """The alignment hook writes one image tag per sentence and the accuracy to TensorBoard;
-the AER hook writes AER, precision and recall on the valid part of the gold set."""
+the AER hook writes AER, precision and recall on the valid part of the gold set. Both are
+registered hooks (`validation_hooks` makes a run's) and report their metric."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import torch
 from helpers import TINY_TOY, compose_config
 from tensorboard.backend.event_processing.event_accumulator import IMAGES, EventAccumulator
 
-from seq2seq.align.aer import corpus_counts
 from seq2seq.align.defaults import HeadMark
 from seq2seq.align.extract import AlignSettings, Sentence
 from seq2seq.align.gold import as_in_corpus, gold_set
@@ -25,9 +25,10 @@ from seq2seq.build import build_model, plain
 from seq2seq.data.batching import collate
 from seq2seq.data.prepare import prepare
 from seq2seq.data.tokenizer import SubwordTokenizer
+from seq2seq.metrics.aer import corpus_counts
 from seq2seq.search import Hypothesis
 from seq2seq.special_tokens import EOS_PIECE
-from seq2seq.training.hooks import ValidationContext
+from seq2seq.training.hooks import ValidationContext, produced_metrics, validation_hooks
 from seq2seq.training.logger import RunLogger
 from seq2seq.visualise.hooks import (
     ACCURACY_TAG,
@@ -42,7 +43,6 @@ from seq2seq.visualise.hooks import (
     GoldExample,
     ShownSentence,
     aer_hooks,
-    alignment_hooks,
     heads_tag,
     image_tag,
     probe_hook,
@@ -84,7 +84,7 @@ def test_toy_hook_logs_an_image_per_sentence_and_the_accuracy(tmp_path):
     cfg = compose_config(TINY_TOY)
     data = prepare(plain(cfg.data))
     context = _context(cfg, data, tmp_path)
-    (hook,) = alignment_hooks(cfg, data)
+    (hook,) = validation_hooks(cfg, data)
     rng_before = torch.get_rng_state()
     hook(context)
     hook(replace(context, step=2))
@@ -102,11 +102,13 @@ def test_toy_hook_logs_an_image_per_sentence_and_the_accuracy(tmp_path):
     assert [point.step for point in accuracy] == [1, 2]
     by_hand = _reverse_accuracy_by_hand(context.model, data.valid.examples)
     assert accuracy[0].value == pytest.approx(by_hand, abs=1e-6)
+    assert produced_metrics([hook]) == {"alignment_accuracy"}  # selectable, and reported:
+    assert context.metrics == {"alignment_accuracy": pytest.approx(by_hand, abs=1e-6)}
 
 
 def test_no_hook_without_attention():
     cfg = compose_config(TINY_TOY + ["attention=none"])
-    assert alignment_hooks(cfg, data=None) == []
+    assert validation_hooks(cfg, data=None) == []
 
 
 class _WordTokenizer:
@@ -155,7 +157,7 @@ def test_probe_hook_logs_every_probe_under_its_chinese_tag(tmp_path):
     overrides = ["data=tatoeba_zh_en", "logging.probe_file=null"]
     cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
     context = _context(cfg, data, tmp_path, step=5)
-    aer_hook, hook = alignment_hooks(cfg, data)  # AER first: the images mark its choice
+    aer_hook, hook = validation_hooks(cfg, data)  # AER first: the images mark its choice
     assert isinstance(hook, AlignmentHook) and isinstance(aer_hook, AerHook)
     assert hook.marks.aer_hook is aer_hook and hook.marks.config is cfg
     hook(context)
@@ -219,7 +221,7 @@ def test_a_pair_without_probes_shows_short_valid_sentences_without_accuracy(tmp_
     assert probes_for("ko", "en") == [] and cfg.logging.probe_file is None
     data = prepare(plain(cfg.data))
     with caplog.at_level(logging.INFO, logger="seq2seq.visualise.hooks"):
-        (hook,) = alignment_hooks(cfg, data)
+        (hook,) = validation_hooks(cfg, data)
     messages = [r.getMessage() for r in caplog.records if r.name == "seq2seq.visualise.hooks"]
     context = _context(cfg, data, tmp_path, step=4)
     hook(context)
@@ -232,7 +234,7 @@ def test_a_pair_without_probes_shows_short_valid_sentences_without_accuracy(tmp_
     ][:SAMPLE_SHOWN]
     assert len(short) == SAMPLE_SHOWN and short != data.valid.src_lines[:SAMPLE_SHOWN]
     assert [sentence.text for sentence in hook.shown] == short  # in split order
-    assert [sentence.text for sentence in alignment_hooks(cfg, data)[0].shown] == short
+    assert [sentence.text for sentence in validation_hooks(cfg, data)[0].shown] == short
     events = _events(tmp_path)
     assert sorted(events.Tags()["images"]) == [image_tag(i, line) for i, line in enumerate(short)]
     assert ACCURACY_TAG not in events.Tags()["scalars"]
@@ -298,7 +300,7 @@ def test_aer_hook_logs_aer_precision_and_recall_of_the_valid_gold_pairs(tmp_path
                  "attention.heads=2"]  # fmt: skip
     cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
     context = _context(cfg, data, tmp_path, step=7)
-    (hook,) = [hook for hook in alignment_hooks(cfg, data) if isinstance(hook, AerHook)]
+    (hook,) = [hook for hook in validation_hooks(cfg, data) if isinstance(hook, AerHook)]
     assert len(hook.examples) == 100
     assert max(len(example.source_ids) for example in hook.examples) <= max_len
     context.model.train()
@@ -315,6 +317,7 @@ def test_aer_hook_logs_aer_precision_and_recall_of_the_valid_gold_pairs(tmp_path
         (point,) = events.Scalars(tag)
         assert point.step == 7 and 0.0 <= point.value <= 1.0
         assert point.value == pytest.approx(by_hand[name], abs=1e-6)
+    assert context.metrics == {"aer": pytest.approx(by_hand["aer"], abs=1e-6)}  # selectable
 
 
 def test_english_to_chinese_scores_the_swapped_gold_set():
@@ -329,9 +332,9 @@ def test_english_to_chinese_scores_the_swapped_gold_set():
 
 def test_no_aer_hook_without_attention_or_for_toy_data():
     overrides = ["data=tatoeba_zh_en", "attention=none"]
-    assert alignment_hooks(compose_config(TINY_TOY + overrides), data=None) == []
+    assert validation_hooks(compose_config(TINY_TOY + overrides), data=None) == []
     toy = compose_config(TINY_TOY + ["data.src_lang=zh", "data.tgt_lang=en"])
-    (hook,) = alignment_hooks(toy, prepare(plain(toy.data)))  # its own accuracy only
+    (hook,) = validation_hooks(toy, prepare(plain(toy.data)))  # its own accuracy only
     assert isinstance(hook, AlignmentHook)
 
 

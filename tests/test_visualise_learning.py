@@ -11,6 +11,7 @@ next to a symbol also holds it), and it sharpens onto the diagonal only later.
 
 from __future__ import annotations
 
+import pytest
 from helpers import TINY_TOY, compose_config
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -43,6 +44,10 @@ def test_reverse_attention_learns_the_anti_diagonal(tmp_path):
     assert accuracies[-1] >= 0.9
 
 
+# The copy diagonal of every attention component is learned in the contract suite's
+# `learning` check (tests/test_contracts.py, a few seconds each); this end-to-end version
+# through train_and_test and TensorBoard takes 25-45 s, so it runs with the slow tests.
+@pytest.mark.slow
 def test_copy_attention_learns_the_diagonal(tmp_path):
     accuracies = _alignment_accuracies(tmp_path, "copy", steps=1800, valid_every=300)
     assert accuracies[0] < 0.6

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from seq2seq.metrics.alignment_accuracy import Link
 from seq2seq.special_tokens import EOS_PIECE
-from seq2seq.visualise.alignment import Link
 from seq2seq.visualise.probes import (
     Probe,
     encode_probe,

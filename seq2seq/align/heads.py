@@ -23,10 +23,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from seq2seq.align.aer import AlignmentCounts, pair_counts
 from seq2seq.align.extract import AlignSettings, Sentence, extract_links, word_weights
 from seq2seq.align.pharaoh import Links
 from seq2seq.align.words import piece_words, words
+from seq2seq.metrics.aer import AlignmentCounts, pair_counts
 
 
 @dataclass(frozen=True)

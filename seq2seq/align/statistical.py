@@ -50,10 +50,10 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from seq2seq.align.aer import AlignmentCounts, corpus_counts
 from seq2seq.align.gold import GoldPair, as_in_corpus, gold_set
 from seq2seq.align.pharaoh import Link, Links, read_links
 from seq2seq.align.words import piece_words, words
+from seq2seq.metrics.aer import AlignmentCounts, corpus_counts
 
 SYMMETRISATIONS = (
     "forward",
@@ -332,7 +332,7 @@ def evaluate_baseline(
 ) -> BaselineResult:
     """Align the training pairs with every part's gold pairs appended (corpus form) in one
     eflomal run, symmetrise with each method, carry the links onto the gold words and score
-    them (AER, precision, recall; `seq2seq.align.aer`). `split_punctuation`: see `tokens`."""
+    them (AER, precision, recall; `seq2seq.metrics.aer`). `split_punctuation`: see `tokens`."""
     if len(train_sources) != len(train_targets):
         raise BaselineError(
             f"{len(train_sources)} training sources but {len(train_targets)} targets"

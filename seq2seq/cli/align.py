@@ -29,6 +29,9 @@ Without --layer or --head each checkpoint aligns with its own default, named in 
 stderr: the head it was trained to align with (`alignment=guided`), else the layer and
 head that training found best on the valid gold pairs (stored in the checkpoint), else the
 last layer's head mean (`seq2seq.align.defaults`). --layer or --head applies to both models.
+
+A checkpoint trained with plugins loads only with the same `--plugins SPEC` (once per
+plugin), as for seq2seq-translate.
 """
 
 from __future__ import annotations
@@ -40,7 +43,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from seq2seq.align.aer import AlignmentCounts, corpus_counts
 from seq2seq.align.defaults import default_settings
 from seq2seq.align.extract import EXTRACTIONS, AlignmentError, AlignSettings, align_pairs
 from seq2seq.align.pharaoh import Links, check_links_fit, parse_lines, write_links
@@ -52,8 +54,10 @@ from seq2seq.cli.translate import (
     check_device,
     load_translator,
     one_line,
+    plugin_argument,
     read_text_lines,
 )
+from seq2seq.metrics.aer import AlignmentCounts, corpus_counts
 
 PROGRAM = "seq2seq-align"
 
@@ -110,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", type=Path, help="write the links here (default stdout)")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
+    plugin_argument(parser)
     return parser
 
 
@@ -226,7 +231,7 @@ def checkpoint_links(
     forward_settings = model_settings(args, settings, translator, args.checkpoint, notes)
     if args.reverse is None:
         return align_pairs(translator, sources, targets, forward_settings)
-    other = argparse.Namespace(checkpoint=args.reverse, device=args.device)
+    other = argparse.Namespace(checkpoint=args.reverse, device=args.device, plugins=args.plugins)
     reverse = load_translator(other, PROGRAM)
     if reverse is None:
         return None

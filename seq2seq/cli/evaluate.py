@@ -20,6 +20,9 @@ only the validated numbers and choices that decide the split and the subwords ar
 beside. Its URL, member, languages, columns and root are never used; the languages of the
 config must equal the checkpoint's, and the tokenisers prepared from the data must equal
 the ones stored in the checkpoint, else one clear error (exit code 2).
+
+A checkpoint trained with plugins loads only with the same `--plugins SPEC` (once per
+plugin), as for seq2seq-translate.
 """
 
 from __future__ import annotations

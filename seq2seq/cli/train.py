@@ -6,10 +6,15 @@
     seq2seq-train +experiment=transformer_small trainer.max_steps=2000
     seq2seq-train trainer.resume=last               # continue the newest run
     seq2seq-train -m +cluster=slurm attention=dot,additive  # a sweep of SLURM jobs (submitit)
+    seq2seq-train plugins=[./lab/scores.py] --config-dir lab attention=my_score  # a plugin
+    seq2seq-train -m hydra/sweeper=optuna hydra.sweeper.direction=maximize \
+        hydra.sweeper.n_trials=20 'optim.lr=interval(1e-4,3e-3)'   # tune (pip install .[tune])
     torchrun --standalone --nproc_per_node=2 -m seq2seq.cli.train hydra.run.dir=outputs/ddp
 
 A thin shell over `seq2seq.runs.assemble.train_and_test`, which does the work and which
-tests and benchmarks call directly.
+tests and benchmarks call directly. It first imports the config's `plugins`
+(`seq2seq.plugins`), so that the start-up checks, schemas, FLOPs, titles and the trainer
+see their components; their YAML presets come from `--config-dir` or `hydra.searchpath`.
 
 Exit codes: 0 done; 2 a one-line error about the input or the run (a config value, a
 checkpoint, a data file, a run folder in use by another run, a checkpoint that could not be
@@ -35,6 +40,7 @@ from seq2seq.config import register_configs
 from seq2seq.configs import SEARCH_PATH
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import FetchError
+from seq2seq.plugins import PluginError, import_plugins
 from seq2seq.runs import cluster
 from seq2seq.runs.assemble import train_and_test
 from seq2seq.runs.folder import RESULTS_NAME, RunFolderBusy
@@ -42,10 +48,11 @@ from seq2seq.training.trainer import TrainingDiverged, TrainingStopped
 
 # Exit code of a run stopped by SIGTERM, SIGUSR1 or SIGUSR2 after saving `last.pt`: resumable.
 PREEMPTED_EXIT = 143
-# Errors that describe bad input or a run that cannot go on (a config value, a file, a
-# checkpoint, a busy run folder, a diverged run), reported in one line with exit code 2.
+# Errors that describe bad input or a run that cannot go on (a config value, a plugin, a
+# file, a checkpoint, a busy run folder, a diverged run), reported in one line with exit code 2.
 USER_ERRORS = (
-    ConfigError, CheckpointError, FetchError, CorpusError, RunFolderBusy, TrainingDiverged
+    ConfigError, PluginError, CheckpointError, FetchError, CorpusError, RunFolderBusy,
+    TrainingDiverged,
 )  # fmt: skip
 log = logging.getLogger(__name__)
 
@@ -65,12 +72,18 @@ register_configs()
 
 
 @hydra.main(version_base="1.3", config_path=SEARCH_PATH, config_name="train")
-def main(cfg: DictConfig) -> None:
+def main(cfg: DictConfig) -> float | None:
+    """Train and test; returns the best valid value of `trainer.select_metric` (its own
+    sign: BLEU up, loss down), which Hydra's sweepers read (`hydra/sweeper=optuna` with
+    `hydra.sweeper.direction` the metric's, `maximize` for BLEU); None on ranks but 0."""
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     outputs_root = Path(hydra_cfg.runtime.cwd) / "outputs"
     cluster.export_submitit_ranks()  # a submitit job of several tasks: torchrun's variables
     try:
+        # The user's plugins join the registry before anything reads it; relative specs
+        # are found from the folder the command was started in, whatever hydra.job.chdir.
+        import_plugins(cfg.plugins, base=hydra_cfg.runtime.cwd)
         results = train_and_test(cfg, run_dir, outputs_root)
     except USER_ERRORS as error:  # one clear line, not a traceback
         log.error("%s", error)
@@ -78,8 +91,10 @@ def main(cfg: DictConfig) -> None:
     except TrainingStopped as stopped:  # preempted; the trainer logged how to resume
         cluster.hand_back(stopped.signum)  # submitit: requeue the job (and exit)
         raise SystemExit(PREEMPTED_EXIT) from stopped
-    if results:  # rank 0 of a data-parallel run, or the only process
-        print("\n".join(closing_lines(results)))
+    if not results:  # a data-parallel rank but 0
+        return None
+    print("\n".join(closing_lines(results)))
+    return results["valid_best_value"]
 
 
 if __name__ == "__main__":

@@ -18,6 +18,10 @@ weights (`seq2seq.visualise.viewer`). `--probes` translates the built-in probe s
 of the checkpoint's language pair (`seq2seq/visualise/probes/`) instead of sentences or
 a file, and the page shows their reference translations too.
 
+A checkpoint trained with plugins (`seq2seq-train plugins=[./lab/scores.py]`) is refused
+in one line naming them until the same plugins are passed, `--plugins lab/scores.py`
+(once per plugin): a plugin runs its code, so pass only plugins you trust.
+
 Every problem with the options, the input or the checkpoint (a hostile or broken config,
 unreadable tokenisers) is one error line on stderr and exit code 2, never a traceback.
 """
@@ -41,6 +45,7 @@ from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.decoding import SearchSettings, SearchSettingsError
 from seq2seq.inference import Translation, Translator
+from seq2seq.plugins import PluginError, import_plugins
 from seq2seq.visualise.probes import Probe, probes_for
 from seq2seq.visualise.text import attention_matrix_text
 
@@ -71,6 +76,19 @@ def search_arguments(parser: argparse.ArgumentParser, omit: Collection[str] = ()
                 help=f"{setting.metadata['help']} (default %(default)s)",
             )
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
+    plugin_argument(parser)
+
+
+def plugin_argument(parser: argparse.ArgumentParser) -> None:
+    """`--plugins SPEC`, once per plugin: what a checkpoint trained with plugins needs."""
+    parser.add_argument(
+        "--plugins",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="import a plugin before loading (a module name, a .py file or a folder; repeat "
+        "for several): a checkpoint trained with plugins loads only with the same ones",
+    )
 
 
 def option_name(setting: str) -> str:
@@ -107,11 +125,13 @@ def checked_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) 
 
 
 def load_translator(args: argparse.Namespace, program: str) -> Translator | None:
-    """Set up logging and load the checkpoint; None (after one error line) if it fails."""
+    """Set up logging, import the --plugins (relative to the current folder) and load the
+    checkpoint; None (after one error line) if it fails."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:
+        import_plugins(getattr(args, "plugins", None) or [])
         return Translator.load(args.checkpoint, args.device)
-    except (CheckpointError, ConfigError) as error:
+    except (CheckpointError, ConfigError, PluginError) as error:
         print(f"{program}: {one_line(error)}", file=sys.stderr)
         return None
 

@@ -3,26 +3,29 @@
 A plain dataclass: Hydra registers it as the schema of the `data` config group, and tests
 and scripts build it directly with keyword arguments. Invalid values raise a ValueError
 naming the key as it is written on the command line (`data.valid_size must be > 0`).
+
+`data.kind` names the source of the pairs, a component of the registry's "source" group
+(`seq2seq.data.sources`): `parallel` (a tab-separated corpus file or zip member, split by
+hashes), `text_pair` (given train / valid / test files, one sentence a line) or `toy`
+(copy / reverse, generated in memory), or a plugin's. The settings common to every run
+are checked here; each source checks the keys it reads (`DataSource.validate`), with the
+shared corpus checks of `check_corpus_settings`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from seq2seq import registry
 from seq2seq.data.languages import is_chinese
 
-KINDS = ("parallel", "toy")
-TOY_TASKS = ("copy", "reverse")
 MODEL_TYPES = ("unigram", "bpe", "char", "word")
-MAX_TOY_SYMBOLS = 26  # the toy symbols are the letters 'a' ... 'z'
 URL_SCHEMES = ("http", "https", "file")
 DEFAULT_MAX_MEMBER_BYTES = 2 << 30  # 2 GiB: Tatoeba's largest pair is a few hundred MB
 DEFAULT_MAX_LINE_BYTES = 1 << 20  # 1 MiB: Tatoeba's longest line is a few hundred bytes
-SHA256_PATTERN = re.compile(r"[0-9a-fA-F]{64}")
 
 
 @dataclass
@@ -30,7 +33,9 @@ class DataConfig:
     """Where the corpus comes from, how it is cleaned, split, cut into subwords and batched."""
 
     name: str = "tatoeba_zh_en"  # prepared files go to <root>/prepared/<name>/
-    kind: str = "parallel"  # "parallel" (a downloaded corpus) | "toy" (generated in memory)
+    # the source (seq2seq.data.sources): "parallel" (a downloaded tab-separated corpus) |
+    # "text_pair" (given files, one sentence a line) | "toy" (generated in memory) | a plugin's
+    kind: str = "parallel"
     # corpus
     url: str = "https://www.manythings.org/anki/cmn-eng.zip"
     member: str = "cmn.txt"  # file inside the zip; "" for a plain .txt/.tsv download
@@ -43,6 +48,11 @@ class DataConfig:
     sha256: str | None = None  # pin the corpus file: any other content is refused
     max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES  # larger zip members are not read
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES  # a longer line is malformed, never held whole
+    # kind=text_pair: each split's two files, `<prefix>.<src_lang>` and `<prefix>.<tgt_lang>`,
+    # line n of one the translation of line n of the other (the files' splits, not hashed)
+    train_prefix: str | None = None
+    valid_prefix: str | None = None
+    test_prefix: str | None = None
     # cleaning
     traditional_to_simplified: bool = False  # OpenCC t2s on the Chinese side only
     max_malformed_share: float = 0.5  # more malformed lines than this: wrong file, stop
@@ -92,10 +102,10 @@ class DataConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the first invalid key."""
-        _check_choice("kind", self.kind, KINDS)
+        source = data_source(self.kind)
         check_plain_name("data.name", self.name)
-        _check_positive("max_tokens", self.max_tokens)
-        _check_positive("max_len", self.max_len)
+        check_positive("max_tokens", self.max_tokens)
+        check_positive("max_len", self.max_len)
         if self.max_tokens < self.max_len + 1:
             raise ValueError(
                 f"data.max_tokens ({self.max_tokens}) must be >= data.max_len + 1 "
@@ -103,28 +113,12 @@ class DataConfig:
             )
         if self.alignments is not None and not str(self.alignments).strip():
             raise ValueError("data.alignments must be the path of a Pharaoh file, or null")
-        if self.kind == "toy":
-            self._validate_toy()
-        else:
-            self._validate_parallel()
+        source.validate(self)
 
-    def _validate_parallel(self) -> None:
-        file_name_from_url(self.url)
-        if self.sha256 is not None and not SHA256_PATTERN.fullmatch(str(self.sha256)):
-            raise ValueError(
-                f"data.sha256 must be null or 64 hexadecimal digits, got {self.sha256!r}"
-            )
-        _check_positive("max_member_bytes", self.max_member_bytes)
-        _check_positive("max_line_bytes", self.max_line_bytes)
-        _check_positive("num_columns", self.num_columns)
-        for key in ("src_column", "tgt_column"):
-            column = getattr(self, key)
-            if not 0 <= column < self.num_columns:
-                raise ValueError(
-                    f"data.{key} must be in [0, data.num_columns={self.num_columns}), got {column}"
-                )
-        if self.src_column == self.tgt_column:
-            raise ValueError("data.src_column and data.tgt_column must differ")
+    def check_corpus_settings(self) -> None:
+        """The checks of every source whose text is cleaned and cut into subwords: line
+        limits, languages, conversion, the share of skipped lines, the subword settings."""
+        check_positive("max_line_bytes", self.max_line_bytes)
         if not self.src_lang or not self.tgt_lang or self.src_lang == self.tgt_lang:
             raise ValueError(
                 "data.src_lang and data.tgt_lang must be non-empty and differ "
@@ -139,31 +133,13 @@ class DataConfig:
             raise ValueError(
                 f"data.max_malformed_share must be in [0, 1], got {self.max_malformed_share}"
             )
-        _check_positive("valid_size", self.valid_size)
-        _check_positive("test_size", self.test_size)
-        if self.max_pairs is not None and self.max_pairs <= self.valid_size + self.test_size:
-            raise ValueError(
-                f"data.max_pairs ({self.max_pairs}) must exceed data.valid_size + data.test_size"
-            )
-        _check_choice("model_type", self.model_type, MODEL_TYPES)
+        check_choice("model_type", self.model_type, MODEL_TYPES)
         for key in ("spm_sample_size", "encode_workers"):
             if getattr(self, key) is not None:
-                _check_positive(key, getattr(self, key))
+                check_positive(key, getattr(self, key))
         for key in ("src_vocab_size", "tgt_vocab_size"):
             if getattr(self, key) <= 4:
                 raise ValueError(f"data.{key} must be > 4 (the four special tokens)")
-
-    def _validate_toy(self) -> None:
-        _check_choice("toy_task", self.toy_task, TOY_TASKS)
-        if not 1 <= self.toy_vocab_size <= MAX_TOY_SYMBOLS:
-            raise ValueError(f"data.toy_vocab_size must be in [1, {MAX_TOY_SYMBOLS}]")
-        _check_positive("toy_min_len", self.toy_min_len)
-        if self.toy_max_len < self.toy_min_len:
-            raise ValueError("data.toy_max_len must be >= data.toy_min_len")
-        if self.toy_max_len > self.max_len:
-            raise ValueError("data.toy_max_len must be <= data.max_len")
-        for key in ("toy_train_size", "toy_valid_size", "toy_test_size"):
-            _check_positive(key, getattr(self, key))
 
     def chinese_side(self) -> str | None:
         """ "src" or "tgt" when that side is Chinese, else None."""
@@ -218,11 +194,21 @@ def check_plain_name(key: str, name: str, context: str = "") -> None:
         )
 
 
-def _check_positive(key: str, value: int) -> None:
+def data_source(kind: str) -> Any:
+    """The source registered for `data.kind` (a `seq2seq.data.sources.DataSource`); a
+    ValueError names data.kind and the registered sources."""
+    try:
+        return registry.get("source", kind).builder()
+    except registry.UnknownComponent:
+        check_choice("kind", kind, registry.names("source"))
+        raise
+
+
+def check_positive(key: str, value: int) -> None:
     if value <= 0:
         raise ValueError(f"data.{key} must be > 0, got {value}")
 
 
-def _check_choice(key: str, value: str, choices: tuple[str, ...]) -> None:
+def check_choice(key: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ValueError(f"data.{key} must be one of {', '.join(choices)}; got {value!r}")

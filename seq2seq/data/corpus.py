@@ -146,8 +146,8 @@ def iter_pairs(
         stats.converted_to_simplified += changed
         kept += 1
         yield pair
-    _warn_skipped(stats, max_line_bytes)
-    _check_malformed(stats, max_malformed_share, kept=kept)
+    warn_skipped(stats, max_line_bytes)
+    check_malformed(stats, max_malformed_share, kept=kept)
 
 
 def traditional_to_simplified() -> Callable[[str], str]:
@@ -177,13 +177,13 @@ def _raw_lines(
             _open_member(archive, path, member, max_member_bytes) as member_stream,
             io.BufferedReader(member_stream, CHUNK_BYTES) as stream,  # a fast readline(limit)
         ):
-            yield from _lines_of(stream, max_line_bytes)
+            yield from lines_of(stream, max_line_bytes)
     else:
         with open(path, "rb") as stream:
-            yield from _lines_of(stream, max_line_bytes)
+            yield from lines_of(stream, max_line_bytes)
 
 
-def _lines_of(stream, max_line_bytes: int) -> Iterator[bytes | None]:
+def lines_of(stream, max_line_bytes: int) -> Iterator[bytes | None]:
     """Lines of a binary stream split at b"\\n", endings stripped, a leading UTF-8 BOM dropped.
 
     A line of more than `max_line_bytes` bytes before its b"\\n" comes as None: at most
@@ -257,7 +257,7 @@ def _convert(
     return (new_src, new_tgt), (new_src != src) + (new_tgt != tgt)
 
 
-def _warn_skipped(stats: CorpusStats, max_line_bytes: int) -> None:
+def warn_skipped(stats: CorpusStats, max_line_bytes: int) -> None:
     """One warning per kind of skipped line found, with the first line numbers."""
     if stats.malformed:
         log.warning(
@@ -288,7 +288,7 @@ def _warn_skipped(stats: CorpusStats, max_line_bytes: int) -> None:
         )
 
 
-def _check_malformed(stats: CorpusStats, max_share: float, kept: int) -> None:
+def check_malformed(stats: CorpusStats, max_share: float, kept: int) -> None:
     """CorpusError when too many lines were skipped or no pair was kept."""
     if stats.malformed_share > max_share:
         raise CorpusError(

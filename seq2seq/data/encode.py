@@ -27,7 +27,6 @@ import json
 import logging
 import os
 import shutil
-import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -46,6 +45,7 @@ from seq2seq.data.batching import ParallelData
 from seq2seq.data.chunks import Chunk, encode_chunks
 from seq2seq.data.corpus import Pair
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.files import temporary_name
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def encode_split(
         except (ArrayFileError, OSError, ValueError, KeyError) as error:
             log.warning("cannot use the encoding cache %s (%s); encoding again", cache, error)
             shutil.rmtree(cache, ignore_errors=True)
-    temporary = cache.with_name(f"{cache.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part")
+    temporary = temporary_name(cache)
     temporary.mkdir(parents=True)
     try:
         _write_cache(temporary, text_paths, (src_tokenizer, tgt_tokenizer), workers)

@@ -22,10 +22,7 @@ import json
 import logging
 import os
 import shutil
-import uuid
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from http.client import HTTPException
 from pathlib import Path
@@ -36,11 +33,7 @@ from urllib.request import Request, urlopen
 from tqdm import tqdm
 
 from seq2seq.data.config import file_name_from_url
-
-try:
-    import fcntl
-except ImportError:  # not on Windows: the per-process temporary names still keep writes whole
-    fcntl = None
+from seq2seq.files import folder_lock, replace, temporary_beside, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -129,66 +122,6 @@ def write_manifest(path: Path, source: str, sha256: str | None = None) -> dict[s
     return manifest
 
 
-@contextmanager
-def folder_lock(folder: Path) -> Iterator[None]:
-    """Hold an exclusive advisory lock on `folder` (created if missing) until the block ends.
-
-    The lock is `flock` on the folder itself, so no lock file is left behind; another
-    process asking for it waits. Where `fcntl` is missing or the file system refuses
-    locks, the block runs unlocked (every write is still atomic) and a debug line says so.
-    Not re-entrant: a process must not lock the same folder twice.
-    """
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    descriptor = _locked_descriptor(folder)
-    try:
-        yield
-    finally:
-        if descriptor is not None:
-            os.close(descriptor)  # closing the descriptor releases the lock
-
-
-def _locked_descriptor(folder: Path) -> int | None:
-    """An open descriptor of `folder` holding an exclusive flock, or None where impossible."""
-    if fcntl is None:
-        log.debug("no fcntl on this platform: %s is not locked", folder)
-        return None
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError as error:
-        log.debug("cannot open %s to lock it (%s); going on unlocked", folder, error)
-        return None
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-    except OSError as error:
-        os.close(descriptor)
-        log.debug("cannot lock %s (%s); going on unlocked", folder, error)
-        return None
-    return descriptor
-
-
-@contextmanager
-def temporary_beside(target: Path) -> Iterator[Path]:
-    """A new empty file beside `target`, named for this process, removed on exit unless renamed.
-
-    The name holds the process id and a random part, so parallel writers never share one;
-    it is created with the usual permissions (the umask), unlike `tempfile.mkstemp`.
-    """
-    path = target.with_name(f"{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part")
-    path.open("xb").close()
-    try:
-        yield path
-    finally:
-        path.unlink(missing_ok=True)
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file, so readers see the old or new file."""
-    with temporary_beside(path) as temporary:
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
-
-
 def _mirror_file(name: str, mirror: Path | str | None) -> Path | None:
     folder = mirror if mirror is not None else os.environ.get(MIRROR_ENV)
     if not folder:
@@ -215,7 +148,7 @@ def _copy_from_mirror(mirror_file: Path, target: Path, pinned: str | None) -> st
         shutil.copyfile(mirror_file, temporary)
         digest = sha256_of(temporary)
         _check_pinned(target, digest, pinned, source=f"the mirror copy {mirror_file}")
-        os.replace(temporary, target)
+        replace(temporary, target)
     source = str(mirror_file.resolve())
     _write_manifest_of_copy(target, source, digest, previous=recorded, pinned=pinned)
     return digest
@@ -313,7 +246,7 @@ def _download(url: str, target: Path, timeout: float, pinned: str | None) -> str
                     f"bytes its Content-Length announced; nothing was kept. " + _by_hand(target)
                 )
             _check_pinned(target, digest, pinned, source=f"the download {url}")
-            os.replace(temporary, target)
+            replace(temporary, target)
     except (URLError, OSError, ValueError, HTTPException) as error:
         raise FetchError(_offline_message(url, target, error)) from error
     return digest

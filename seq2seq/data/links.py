@@ -31,7 +31,6 @@ import json
 import logging
 import os
 import shutil
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -41,7 +40,7 @@ import torch
 
 from seq2seq.data.arrays import ArrayFileError, RaggedIds, RaggedWriter, open_ragged
 from seq2seq.data.batching import Batch, ParallelData
-from seq2seq.data.fetch import folder_lock
+from seq2seq.files import folder_lock, temporary_name
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +153,7 @@ def cached_links(
 
 def _write_cache(cache: Path, links: Iterable[np.ndarray]) -> None:
     """Write the folder under a temporary name of this process, then rename it into place."""
-    temporary = cache.with_name(f"{cache.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part")
+    temporary = temporary_name(cache)
     temporary.mkdir(parents=True)
     try:
         count = write_links(temporary, links)

@@ -1,10 +1,17 @@
-"""`prepare(cfg)`: from a corpus URL (or a toy task) to encoded train / valid / test splits.
+"""`prepare(cfg)`: from a data source to encoded train / valid / test splits.
 
-    fetch -> read and clean (stream; 32 bytes of hashes kept a pair, the clean pairs in a
-    temporary file) -> leakage-free split from the hashes -> write text (second stream)
-    -> sentencepiece on a bounded sample of the training text (train or reuse) -> encode
-    in chunks into memory-mapped arrays (or find the cached ones) -> record the files
-    -> drop over-long training pairs and truncate over-long valid / test sentences
+`data.kind` names the source (`seq2seq.data.sources`, the registry's "source" group), and
+`prepare` hands the work to it: the toy tasks are generated in memory; a corpus source
+(a tab-separated file split by hashes, or given text files) runs the shared pipeline,
+`prepare_corpus`:
+
+    locate the corpus (fetch it; a sha256 of its content) -> the source writes the split
+    text files of cleaned pairs (the tab-separated source: read and clean as a stream, 32
+    bytes of hashes kept a pair, then a leakage-free split from the hashes and a second
+    stream writing the text) -> sentencepiece on a bounded sample of the training text
+    (train or reuse) -> encode in chunks into memory-mapped arrays (or find the cached
+    ones) -> record the files -> drop over-long training pairs and truncate over-long
+    valid / test sentences
 
 Memory does not grow with the corpus beyond a few compact arrays: see
 `seq2seq.data.hashsplit`, `seq2seq.data.tokenizer` (SentenceSample) and
@@ -45,37 +52,22 @@ largest size is used instead, with a warning naming both sizes (see
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import re
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from seq2seq.data.batching import ParallelData
-from seq2seq.data.config import DataConfig
-from seq2seq.data.corpus import (
-    CorpusError,
-    CorpusStats,
-    Pair,
-    corpus_stats,
-    iter_pairs,
-    traditional_to_simplified,
-)
-from seq2seq.data.encode import encode_pairs, encode_split, open_encoded
-from seq2seq.data.fetch import fetch_verified, folder_lock, temporary_beside
-from seq2seq.data.hashsplit import (
-    LABELS,
-    PairHashes,
-    SplitAssignment,
-    assign_splits,
-)
+from seq2seq.data.config import DataConfig, data_source
+from seq2seq.data.encode import encode_split, open_encoded
+from seq2seq.data.fetch import folder_lock
 from seq2seq.data.record import (
     DamagedCacheError,
     PreparationRecord,
@@ -88,15 +80,10 @@ from seq2seq.data.record import (
     save_record,
     text_state,
 )
-from seq2seq.data.split import write_split_stream
-from seq2seq.data.tokenizer import (
-    SentenceSample,
-    SubwordTokenizer,
-    SymbolTokenizer,
-    TextFiles,
-    Tokenizer,
-)
-from seq2seq.data.toy import ToySpec, toy_splits
+from seq2seq.data.tokenizer import SentenceSample, SubwordTokenizer, TextFiles, Tokenizer
+
+if TYPE_CHECKING:
+    from seq2seq.data.sources.base import CorpusSource, LocatedCorpus
 
 log = logging.getLogger(__name__)
 
@@ -145,35 +132,33 @@ class SummaryParts:
 
 
 def prepare(cfg: DataConfig | Mapping[str, Any]) -> PreparedData:
-    """Prepare the data described by `cfg` (a DataConfig, a dict or a DictConfig)."""
+    """Prepare the data described by `cfg` (a DataConfig, a dict or a DictConfig) with
+    the source its `data.kind` names."""
     if not isinstance(cfg, DataConfig):
         cfg = DataConfig.from_mapping(cfg)
     cfg.validate()
-    return _prepare_toy(cfg) if cfg.kind == "toy" else _prepare_parallel(cfg)
+    return data_source(cfg.kind).prepare(cfg)
 
 
-def _prepare_parallel(cfg: DataConfig) -> PreparedData:
-    root = Path(cfg.root)
-    folder = root / "prepared" / cfg.name
-    with folder_lock(root / "raw"):  # released before fetching, which takes it again
-        remove_stale_temporaries(root / "raw")
-    corpus_path, corpus_sha256 = fetch_verified(
-        cfg.url, cfg.member or None, root=root, sha256=cfg.sha256
-    )
-    key = record_key(cfg, corpus_sha256)
+def prepare_corpus(cfg: DataConfig, source: CorpusSource) -> PreparedData:
+    """The shared pipeline of a corpus source (module docstring): the prepared files of
+    `<root>/prepared/<data.name>/`, made or found by their record."""
+    folder = Path(cfg.root) / "prepared" / cfg.name
+    corpus = source.locate(cfg)
+    key = record_key(cfg, corpus.digest)
     with folder_lock(folder):
         remove_stale_temporaries(folder)
         record = load_record(folder, key)
         opened = _open_recorded(cfg, folder, record) if record is not None else None
         if record is None or opened is None:
-            record = _prepare_files(cfg, corpus_path, folder)
+            record = _prepare_files(cfg, source, corpus, folder)
             save_record(folder, key, record)
             opened = _open(cfg, folder, record)
         else:
             log.info("using the prepared files of %s", record_path(folder, key))
     src_tokenizer, tgt_tokenizer, encoded = opened
     _warn_if_capped(cfg, src_tokenizer, tgt_tokenizer)
-    return _finish(cfg, encoded, src_tokenizer, tgt_tokenizer, folder, record.corpus_summary)
+    return finish(cfg, encoded, src_tokenizer, tgt_tokenizer, folder, record.corpus_summary)
 
 
 Opened = tuple[SubwordTokenizer, SubwordTokenizer, dict[str, ParallelData]]
@@ -300,12 +285,15 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def _prepare_files(cfg: DataConfig, corpus_path: Path, folder: Path) -> PreparationRecord:
-    """Split, train (or reuse) the subword models, encode (or reuse): every file written,
-    and their record."""
+def _prepare_files(
+    cfg: DataConfig, source: CorpusSource, corpus: LocatedCorpus, folder: Path
+) -> PreparationRecord:
+    """The source's split texts, then train (or reuse) the subword models, encode (or
+    reuse): every file written, and their record."""
     langs = (cfg.src_lang, cfg.tgt_lang)
     _remove_damaged_reusable(cfg, folder)
-    stats, split = _split_corpus(cfg, corpus_path, folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    corpus_summary = source.write_splits(cfg, corpus, folder)
     tokenizers = _subword_tokenizers(cfg, folder)
     workers = _encode_workers(cfg)
     encoded = {}
@@ -318,7 +306,7 @@ def _prepare_files(cfg: DataConfig, corpus_path: Path, folder: Path) -> Preparat
         f"{cache}/{path.name}" for cache in encoded.values() for path in (folder / cache).iterdir()
     ]
     return PreparationRecord(
-        corpus_summary=_corpus_summary(stats, split),
+        corpus_summary=corpus_summary,
         texts={text: text_state(folder / text) for text in texts},
         models=models,
         encoded=encoded,
@@ -346,102 +334,12 @@ def _model_file(tokenizer: SubwordTokenizer) -> str:
     return tokenizer.path.name
 
 
-def _split_corpus(
-    cfg: DataConfig, corpus_path: Path, folder: Path
-) -> tuple[CorpusStats, SplitAssignment]:
-    """Read and clean the corpus as a stream, split it, write the six split text files.
-
-    The clean pairs are written to a temporary file while their hashes are collected, the
-    split is computed from the hashes, and the pairs are read back and written to their
-    splits; nothing grows with the corpus but the hashes (`seq2seq.data.hashsplit`)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    stats = corpus_stats(corpus_path, cfg.member or None)
-    hashes = PairHashes()
-    with temporary_beside(folder / "clean_pairs.tsv") as clean:
-        with open(clean, "wb") as stream:
-            for src, tgt in _clean_pairs(cfg, corpus_path, stats):
-                hashes.add(src, tgt)
-                stream.write(f"{src}\t{tgt}\n".encode())
-        try:
-            split = assign_splits(
-                hashes, valid_size=cfg.valid_size, test_size=cfg.test_size, seed=cfg.seed
-            )
-        except ValueError as error:  # valid + test sizes the corpus cannot fill
-            raise CorpusError(f"{corpus_path}: {error}") from error
-        del hashes
-        names = {label: name for name, label in LABELS.items()}
-        labels = (names.get(label) for label in split.labels.tolist())
-        write_split_stream(_read_clean(clean), labels, folder, (cfg.src_lang, cfg.tgt_lang))
-    log.info(
-        "split %s clean pairs of %s: %s",
-        f"{len(split.labels):,}", corpus_path.name,
-        ", ".join(f"{name} {count:,}" for name, count in _split_sizes(split).items()),
-    )  # fmt: skip
-    return stats, split
-
-
-def _split_sizes(split: SplitAssignment) -> dict[str, int]:
-    """Pairs per split label (duplicates included), for the log."""
-    counts = np.bincount(split.labels, minlength=max(LABELS.values()) + 1)
-    sizes = {name: int(counts[label]) for name, label in LABELS.items()}
-    return {**sizes, "duplicates": split.duplicates_removed}
-
-
-def _clean_pairs(cfg: DataConfig, corpus_path: Path, stats: CorpusStats) -> Iterator[Pair]:
-    """Every clean pair of the corpus file; with data.max_pairs the rest of the file is
-    still read (its lines counted and checked), as before streaming."""
-    pairs = iter_pairs(
-        corpus_path,
-        stats,
-        member=cfg.member or None,
-        src_column=cfg.src_column,
-        tgt_column=cfg.tgt_column,
-        num_columns=cfg.num_columns,
-        max_malformed_share=cfg.max_malformed_share,
-        max_member_bytes=cfg.max_member_bytes,
-        max_line_bytes=cfg.max_line_bytes,
-        **_converters(cfg),
-    )
-    if cfg.max_pairs is None:
-        yield from pairs
-        return
-    yield from itertools.islice(pairs, cfg.max_pairs)
-    for _ in pairs:  # read to the end: the line counts and the malformed check
-        pass
-
-
-def _read_clean(path: Path) -> Iterator[Pair]:
-    """The pairs of the temporary clean-pairs file, one `src<TAB>tgt` a line."""
-    with open(path, "rb") as stream:
-        for line in stream:
-            src, tgt = line.rstrip(b"\n").decode("utf-8").split("\t")
-            yield src, tgt
-
-
 def _encode_workers(cfg: DataConfig) -> int:
     """data.encode_workers, or the usable cores (at most MAX_AUTO_WORKERS) when null."""
     if cfg.encode_workers is not None:
         return cfg.encode_workers
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(cores or 1, MAX_AUTO_WORKERS))
-
-
-def _prepare_toy(cfg: DataConfig) -> PreparedData:
-    spec = ToySpec(cfg.toy_task, cfg.toy_vocab_size, cfg.toy_min_len, cfg.toy_max_len)
-    sizes = {"train": cfg.toy_train_size, "valid": cfg.toy_valid_size, "test": cfg.toy_test_size}
-    tokenizer = SymbolTokenizer(cfg.toy_vocab_size)
-    encoded = {
-        name: encode_pairs(pairs, tokenizer, tokenizer)
-        for name, pairs in toy_splits(spec, sizes, cfg.seed).items()
-    }
-    return _finish(cfg, encoded, tokenizer, tokenizer, None, {"toy_task": cfg.toy_task})
-
-
-def _converters(cfg: DataConfig) -> dict[str, Any]:
-    """`convert_src` / `convert_tgt` for read_pairs: t2s on the Chinese side when asked."""
-    if not cfg.traditional_to_simplified:
-        return {}
-    return {f"convert_{cfg.chinese_side()}": traditional_to_simplified()}
 
 
 def _subword_tokenizers(cfg: DataConfig, folder: Path) -> tuple[SubwordTokenizer, SubwordTokenizer]:
@@ -501,7 +399,7 @@ def _warn_if_capped(cfg: DataConfig, src: Tokenizer, tgt: Tokenizer) -> None:
         )  # fmt: skip
 
 
-def _finish(
+def finish(
     cfg: DataConfig,
     encoded: dict[str, ParallelData],
     src_tokenizer: Tokenizer,
@@ -556,18 +454,6 @@ def truncate_long_pairs(data: ParallelData, max_len: int) -> tuple[ParallelData,
 def _truncation_summary(split_name: str, counts: tuple[int, int]) -> dict[str, int]:
     src_cut, tgt_cut = counts
     return {f"{split_name}_src_truncated": src_cut, f"{split_name}_tgt_truncated": tgt_cut}
-
-
-def _corpus_summary(stats: CorpusStats, split: SplitAssignment) -> dict[str, Any]:
-    return {
-        "lines_read": stats.lines_read,
-        "malformed_skipped": stats.malformed,
-        "control_char_skipped": stats.control_chars,
-        "converted_to_simplified": stats.converted_to_simplified,
-        "duplicates_removed": split.duplicates_removed,
-        "sentence_groups": split.num_groups,
-        "near_duplicate_groups_joined": split.near_duplicates_joined,
-    }
 
 
 def _data_summary(cfg: DataConfig, prepared: PreparedData, dropped: int) -> dict[str, Any]:

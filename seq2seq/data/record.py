@@ -57,10 +57,12 @@ RECORD_FORMAT = 2  # of the record's content: 2 added `format` and `files`
 # Settings that change no prepared file: where files go, batching, the drop / truncation
 # done on loading, the number of encoding processes, the description of the licence, what
 # to do with a damaged cache, the links file of guided alignment (its links have a cache of
-# their own, `seq2seq.data.links`).
+# their own, `seq2seq.data.links`), where the given files of kind=text_pair are (their
+# content is in the key, as the corpus sha256).
 NOT_IN_KEY = frozenset(
-    {"name", "root", "licence", "max_tokens", "max_len", "encode_workers", "rebuild", "alignments"}
-)
+    {"name", "root", "licence", "max_tokens", "max_len", "encode_workers", "rebuild", "alignments",
+     "train_prefix", "valid_prefix", "test_prefix"}
+)  # fmt: skip
 SAMPLE_BLOCKS = 64  # blocks hashed by the check at opening, per file larger than ...
 SAMPLE_BLOCK_BYTES = 1 << 16  # ... SAMPLE_BLOCKS blocks of this size (4 MiB): smaller whole
 READ_BYTES = 1 << 20

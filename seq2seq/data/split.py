@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import filecmp
 import functools
-import os
 import random
 import unicodedata
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.data.corpus import Pair
-from seq2seq.data.fetch import temporary_beside, write_atomically
+from seq2seq.files import replace, temporary_beside, write_atomically
 
 SPLIT_NAMES = ("train", "valid", "test")
 
@@ -210,7 +209,7 @@ def _replace_if_changed(temporary: Path, path: Path) -> None:
     """Rename `temporary` to `path` unless `path` already holds the same bytes."""
     if path.is_file() and filecmp.cmp(temporary, path, shallow=False):
         return  # unchanged: keep the file (and its mtime) as it is
-    os.replace(temporary, path)
+    replace(temporary, path)
 
 
 def _write_lines(path: Path, lines: Sequence[str]) -> None:

@@ -14,12 +14,11 @@ not) through a temporary file renamed at the end.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from seq2seq.data.corpus import read_pairs
-from seq2seq.data.fetch import temporary_beside
+from seq2seq.files import replace, temporary_beside
 
 BUFFER_BYTES = 1 << 20
 
@@ -62,4 +61,4 @@ def write_synthetic(
         with open(temporary, "w", encoding="utf-8", newline="\n", buffering=BUFFER_BYTES) as out:
             for text in synthetic_lines(lines, count, src_column, tgt_column):
                 out.write(text + "\n")
-        os.replace(temporary, output)
+        replace(temporary, output)

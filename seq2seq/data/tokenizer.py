@@ -36,7 +36,6 @@ import hashlib
 import io
 import json
 import logging
-import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ import sentencepiece as spm
 
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.languages import is_unspaced_cjk
+from seq2seq.files import write_atomically
 from seq2seq.special_tokens import (
     BOS_ID,
     BOS_PIECE,
@@ -237,7 +237,7 @@ class SubwordTokenizer:
         _cache_model(used_path, model)
         if used["vocab_size"] != asked_size:
             note_text = json.dumps({"asked": asked_size, "used": used["vocab_size"]})
-            _write_atomically(note, note_text.encode())
+            write_atomically(note, note_text.encode())
         return cls.from_bytes(model, lang, used_path)
 
     @classmethod
@@ -328,7 +328,7 @@ def training_hash(
 
 def _cache_model(path: Path, model: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomically(path, model)
+    write_atomically(path, model)
     log.info("trained the subword model %s", path)
 
 
@@ -397,12 +397,6 @@ def _vocab_error(error: RuntimeError, vocab_size: object, lang: str, vocab_key: 
         "or data.vocab_cap=true to use the largest size",
         largest,
     )
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.part")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
 
 
 def _check_special_ids(processor: spm.SentencePieceProcessor) -> None:

@@ -23,17 +23,19 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq import registry
+from seq2seq import plugins, registry
 from seq2seq.align.guidance import check_links_source, with_training_links
 from seq2seq.build import ConfigError, build_model, count_parameters, plain
 from seq2seq.checkpoint import (
     CheckpointError,
     architecture_differences,
+    check_plugins,
     load_checkpoint,
     load_resumable,
+    plugins_hint,
     tokenizer_payload,
 )
-from seq2seq.checkpoint_config import check_known_keys
+from seq2seq.checkpoint_config import check_known_keys, current_layout
 from seq2seq.data.config import DataConfig
 from seq2seq.data.prepare import PreparedData, prepare
 from seq2seq.decoding import SearchSettings
@@ -44,11 +46,11 @@ from seq2seq.runs.folder import (
     resolve_resume,
     run_folder_lock,
 )
-from seq2seq.settings_checks import check_settings
+from seq2seq.settings_checks import check_settings, complete_option_nodes
 from seq2seq.sizing import Vocabulary, check_size_limit, check_state_shapes, configured_vocabulary
 from seq2seq.training import distributed
 from seq2seq.training.guidance import resolve_layer
-from seq2seq.training.hooks import ValidationHook
+from seq2seq.training.hooks import validation_hooks
 from seq2seq.training.logger import RunLogger
 from seq2seq.training.trainer import Trainer
 
@@ -136,11 +138,27 @@ def check_startup(cfg: DictConfig) -> None:
     """What is checked before any data is prepared, folder made or tensor allocated: keys
     no schema knows (`+trainer.typo=1`), out-of-range values, position tables too short for
     `data.max_len`, a guided run with no way to get its links, and a model above
-    `model.max_parameters` (measured on the meta device); each a ConfigError naming the key."""
+    `model.max_parameters` (measured on the meta device); each a ConfigError naming the key.
+    The attention's score and region become full nodes in `cfg` first (every option).
+    The config's plugins must have been imported before (`seq2seq.plugins.import_plugins`,
+    as seq2seq-train does), so that their components are known to every check."""
+    check_plugins_imported(cfg)
+    complete_option_nodes(cfg)
     check_known_keys(cfg)
     check_settings(cfg)
     check_links_source(plain(cfg))
     check_size_limit(cfg, configured_vocabulary(data_config(cfg)))
+
+
+def check_plugins_imported(cfg: DictConfig) -> None:
+    """ConfigError naming `plugins[i]` for a plugin of the config not imported yet."""
+    done = {plugin.spec for plugin in plugins.imported()}
+    for index, spec in enumerate(cfg.get("plugins") or []):
+        if spec not in done:
+            raise ConfigError(
+                f"plugins[{index}]: {spec!r} is not imported; call "
+                "seq2seq.plugins.import_plugins(cfg.plugins) before train_and_test"
+            )
 
 
 def log_guidance(cfg: DictConfig) -> None:
@@ -158,10 +176,12 @@ def log_guidance(cfg: DictConfig) -> None:
 
 
 def check_compatible(payload: dict, cfg: DictConfig, data: PreparedData, path: Path) -> None:
-    """Refuse a checkpoint whose architecture, vocabulary or weights' shapes differ from
-    the config."""
+    """Refuse a checkpoint trained with plugins the run was not given (`plugins=`), or whose
+    architecture, vocabulary or weights' shapes differ from the config."""
+    check_plugins(payload, path, plugins_hint("plugins="))
     current = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-    differences = architecture_differences(payload["config"], current)
+    stored = current_layout(payload["config"])  # an older checkpoint's flat attention options
+    differences = architecture_differences(stored, current_layout(current))
     for side, saved in payload["tokenizers"].items():
         if saved["model"] != tokenizer_payload(data)[side]["model"]:
             differences.append(
@@ -176,15 +196,6 @@ def check_compatible(payload: dict, cfg: DictConfig, data: PreparedData, path: P
         check_state_shapes(cfg, vocab, payload["model"])
     except ConfigError as error:
         raise CheckpointError(f"checkpoint {path}: {error}") from error
-
-
-def validation_hooks(cfg: DictConfig, data: PreparedData) -> list[ValidationHook]:
-    """Hooks run after each validation (the alignment images, when available)."""
-    try:
-        from seq2seq.visualise.hooks import alignment_hooks
-    except ImportError:  # matplotlib missing: train without images
-        return []
-    return alignment_hooks(cfg, data)
 
 
 # ---------------------------------------------------------------- a whole run
@@ -241,7 +252,7 @@ def _train_in_folder(
 
 def evaluate_best(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
     """Score the best checkpoint (or the averaged weights, when better) on the test split
-    with the configured search; `test.hyp` keeps the translations."""
+    with the configured search; `test.hyp` keeps the translations, `test.ref` the references."""
     best = trainer.run_dir / "checkpoints" / "best.pt"
     if best.is_file():
         trainer.model.load_state_dict(load_checkpoint(best, trainer.device)["model"])
@@ -250,11 +261,17 @@ def evaluate_best(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
     test = trainer.data.test
     hypotheses = trainer.translate([src for src, _ in test.examples], search)
     (trainer.run_dir / "test.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    # the references they are scored against, for paired tests of runs (seq2seq.runs.significance)
+    (trainer.run_dir / "test.ref").write_text("\n".join(test.tgt_lines) + "\n", encoding="utf-8")
     scores = corpus_scores(hypotheses, test.tgt_lines, trainer.data.tgt_tokenizer.lang)
     progress = trainer.progress
     return {
         "test": scores,
-        "valid_best_bleu": progress.best_bleu,
+        # the valid BLEU of best.pt (-1: never validated), whichever metric selected it
+        "valid_best_bleu": progress.best_scores.get("bleu", -1.0),
+        "select_metric": progress.best_metric,  # trainer.select_metric
+        "valid_best_value": progress.best_value,  # its value at best.pt: what a sweep tunes
+        "valid_best_scores": progress.best_scores,  # every valid metric of best.pt
         "best_step": progress.best_step,
         "steps": progress.step,
         "epochs": progress.epoch,
@@ -269,21 +286,27 @@ def evaluate_best(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
 
 def try_averaged(trainer: Trainer) -> dict[str, float] | None:
     """Average the last validations' weights; keep the average (saved as `averaged.pt`) only
-    if its valid BLEU beats the best checkpoint's. Returns the averaged valid metrics."""
+    if its valid value of `trainer.select_metric` beats the best checkpoint's. Returns the
+    averaged weights' valid BLEU and selected value, and whether they were used."""
     averaged = trainer.averaged_weights()
     if averaged is None:
         return None
     best_weights = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
     trainer.model.load_state_dict(averaged)
-    metrics = trainer.validate()
-    trainer.logger.scalars({"valid/bleu_averaged": metrics["bleu"]}, trainer.progress.step)
-    if metrics["bleu"] > trainer.progress.best_bleu:
+    step, selected = trainer.progress.step, trainer.selection
+    metrics = trainer.measure()
+    value = trainer.selected_value(metrics, step)
+    trainer.logger.scalars({f"valid/{name}_averaged": metrics[name]
+                            for name in dict.fromkeys(["bleu", selected.name])}, step)  # fmt: skip
+    used = selected.improves(value, trainer.progress.best_value)
+    shown = f"valid {selected.label} {value:.{selected.digits}f}"
+    if used:
         trainer.save("averaged", all_ranks=False)
-        log.info("averaged weights: valid BLEU %.2f, used for the test", metrics["bleu"])
+        log.info("averaged weights: %s, used for the test", shown)
     else:
         trainer.model.load_state_dict(best_weights)
-        log.info("averaged weights: valid BLEU %.2f, not better; testing best.pt", metrics["bleu"])
-    return {"valid_bleu": metrics["bleu"], "used": metrics["bleu"] > trainer.progress.best_bleu}
+        log.info("averaged weights: %s, not better; testing best.pt", shown)
+    return {"valid_bleu": metrics["bleu"], "valid_value": value, "used": used}
 
 
 def write_results(trainer: Trainer, cfg: DictConfig, results: dict[str, Any]) -> Path:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from seq2seq.checkpoint import CheckpointError
+from seq2seq.files import LockHeld, file_lock
 
 LOCK_NAME = "train.lock"  # the run folder's lock file (see `run_folder_lock`)
 RESULTS_NAME = "results.json"  # what a finished run scored (`seq2seq.runs.assemble`)
@@ -22,28 +22,27 @@ class RunFolderBusy(RuntimeError):
 
 @contextlib.contextmanager
 def run_folder_lock(run_dir: Path) -> Iterator[None]:
-    """Hold an advisory lock (flock) on `run_dir/train.lock` for the block; raise RunFolderBusy
-    naming the folder and the holder's pid when another process holds it. The operating
-    system releases the lock when its process dies, so a killed run never blocks a resume."""
+    """Hold the lock of `run_dir/train.lock` (`seq2seq.files.file_lock`) for the block, the
+    holder's pid written in it; raise RunFolderBusy naming the folder and the holder's pid
+    when another process holds it. The operating system releases the lock when its process
+    dies, so a killed run never blocks a resume."""
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / LOCK_NAME
-    with open(path, "a+", encoding="utf-8") as handle:
+    with contextlib.ExitStack() as stack:
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
+            descriptor = stack.enter_context(file_lock(path, wait=False))
+        except LockHeld:
+            holder = path.read_text(encoding="utf-8").strip() or "unknown"
             raise RunFolderBusy(
                 f"run folder {run_dir} is in use by another training process (pid {holder}, "
                 f"lock file {path}); wait for it to end or give another hydra.run.dir"
             ) from None
-        except OSError as error:  # a file system without flock: train unguarded
-            log.warning("cannot lock %s (%s); not guarding the run folder", path, error)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        yield  # closing the file releases the lock
+        if descriptor is None:  # a file system without flock: train unguarded
+            log.warning("cannot lock %s; not guarding the run folder", path)
+        else:
+            os.ftruncate(descriptor, 0)
+            os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+        yield  # leaving the stack closes the descriptor, which releases the lock
 
 
 def remove_stale_temporaries(run_dir: Path) -> None:

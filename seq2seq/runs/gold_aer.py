@@ -1,7 +1,8 @@
 """AER of a finished run's best checkpoint on the test part of the hand-aligned gold set.
 
-`scripts/compare.py` gives every run two figures, both on the gold set's `test` part
-(`seq2seq.align.gold`), from the checkpoint's teacher-forced attention with argmax links:
+The comparison (`seq2seq-compare`) gives every run two figures, both on the gold set's
+`test` part (`seq2seq.align.gold`), from the checkpoint's teacher-forced attention with
+argmax links:
 
 * head mean: the last layer, mean over its heads (`AlignSettings()`: what `valid/aer`
   logs during training and `seq2seq-align CKPT --gold` scores by default);
@@ -24,11 +25,11 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.align.aer import AlignmentCounts, corpus_counts
 from seq2seq.align.attention import teacher_forced_weights
 from seq2seq.align.extract import AlignSettings, links_from_attention
 from seq2seq.align.gold import gold_set
 from seq2seq.inference import Translator
+from seq2seq.metrics.aer import AlignmentCounts, corpus_counts
 from seq2seq.visualise.hooks import GoldExample, gold_example
 
 

@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from seq2seq.checkpoint_config import migrate_flat_attention
 from seq2seq.runs.folder import RESULTS_NAME
 from seq2seq.visualise.heatmap import describe_run
 
@@ -107,7 +108,7 @@ def read_results(run_dir: Path) -> dict[str, Any]:
 
 
 def check_results(found: Any, path: Path) -> None:
-    """RunReadError unless `found` is an object whose figures (those `compare.py` tables)
+    """RunReadError unless `found` is an object whose figures (those the comparison tables)
     are numbers or null and whose `test` is an object."""
     if not isinstance(found, dict):
         raise RunReadError(f"{path}: not a JSON object (got {kind_of(found)})")
@@ -125,7 +126,8 @@ def check_results(found: Any, path: Path) -> None:
 
 
 def read_config(run_dir: Path) -> DictConfig:
-    """The composed config the run was started with (`.hydra/config.yaml`). RunReadError
+    """The composed config the run was started with (`.hydra/config.yaml`), a run of the old
+    layout's flat attention options migrated (`migrate_flat_attention`). RunReadError
     when it is not a YAML mapping that resolves, holds the model's settings and an integer
     `trainer.seed` (or none)."""
     path = run_dir / RUN_CONFIG
@@ -137,8 +139,19 @@ def read_config(run_dir: Path) -> DictConfig:
         raise RunReadError(f"{path}: not valid YAML ({first_line(error)})") from error
     if not isinstance(shape, dict) or not isinstance(config, DictConfig):
         raise RunReadError(f"{path}: not a YAML mapping (got {kind_of(shape)})")
+    migrate_attention(config)
     check_config(config, path)
     return config
+
+
+def migrate_attention(config: DictConfig) -> None:
+    """The old layout's flat attention options moved into the score and region nodes, in place."""
+    attention = config.get("attention")
+    if isinstance(attention, DictConfig):
+        as_written = OmegaConf.to_container(attention, resolve=False)
+        migrated = migrate_flat_attention(as_written)
+        if migrated != as_written:
+            config.attention = migrated
 
 
 def check_config(config: DictConfig, path: Path) -> None:

@@ -1,5 +1,5 @@
 """A one-line status that updates in place: update, epoch, loss, lr, tokens/s, TFLOP,
-best valid BLEU, time left.
+the best valid value of the selected metric (`trainer.select_metric`), time left.
 
 Off a terminal (a log file, CI) the same numbers go to the log, one line per update.
 `MetricsFile` also appends every logged step to `<run_dir>/metrics.jsonl`, one JSON object
@@ -25,7 +25,8 @@ ESTIMATE_AFTER = 20  # updates timed before saying how long the run will take he
 
 class ProgressDisplay:
     """tqdm bar over optimiser updates on a terminal, log lines elsewhere: update, epoch,
-    loss, lr, tokens/s, TFLOP so far, best valid BLEU so far and the time left.
+    loss, lr, tokens/s, TFLOP so far, the best valid value of the selected metric so far
+    (BLEU by default) and the time left.
 
     After its first `ESTIMATE_AFTER` updates it logs how long one update takes on this
     machine and so how long the update budget (`trainer.max_steps`) will take, or at which
@@ -75,8 +76,12 @@ class ProgressDisplay:
             return None
         return max(0, self.total_steps - step) * self.seconds_per_update / 60
 
-    def update(self, step: int, stats: dict[str, Any], best_bleu: float = -1.0) -> None:
-        """A log step: the numbers of `stats` (TensorBoard's names) on the bar or in the log."""
+    def update(
+        self, step: int, stats: dict[str, Any], best: tuple[str, float] | None = None
+    ) -> None:
+        """A log step: the numbers of `stats` (TensorBoard's names) on the bar or in the log;
+        `best`: (the selected metric's label, its best valid value), None before the first
+        validation."""
         if not self.active:
             if stats:
                 left = self.minutes_left(step)
@@ -84,7 +89,7 @@ class ProgressDisplay:
                     "update %d/%d epoch %d loss %.3f lr %.2e %.0f tok/s %.2f TFLOP%s%s",
                     step, self.total_steps, stats.get("epoch", 0), stats["train/loss"],
                     stats["train/lr"], stats["train/tokens_per_sec"], stats.get("train/tflop", 0.0),
-                    f" best valid BLEU {best_bleu:.2f}" if best_bleu >= 0 else "",
+                    f" best valid {best[0]} {best[1]:.2f}" if best is not None else "",
                     f" ~{left:.0f} min left" if left is not None else "",
                 )  # fmt: skip
             return
@@ -97,8 +102,8 @@ class ProgressDisplay:
                 "tok_s": f"{stats['train/tokens_per_sec']:.0f}",
                 "TFLOP": f"{stats.get('train/tflop', 0.0):.1f}",
             }
-            if best_bleu >= 0:
-                postfix["BLEU"] = f"{best_bleu:.2f}"
+            if best is not None:
+                postfix[best[0]] = f"{best[1]:.2f}"
             self.bar.set_postfix(postfix, refresh=False)
         self.bar.refresh()
 

@@ -1,5 +1,7 @@
 """Learning-rate schedules with one interface: `step()` after every update and
-`on_validation(score)` after every validation (only the plateau schedule uses it).
+`on_validation(score, higher_is_better)` after every validation, with the value of the
+selected metric (`trainer.select_metric`, BLEU by default) and its direction; only the
+plateau schedule uses it.
 
 All of them scale the optimiser's configured learning rate (the peak) by a factor. Each
 is registered (`seq2seq.registry`, group "schedule") with the dataclass of its config
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from seq2seq import registry
+from seq2seq.metrics.base import improves
 
 
 class Schedule:
@@ -46,8 +49,8 @@ class Schedule:
         self.num_updates += 1
         self._apply()
 
-    def on_validation(self, score: float) -> None:
-        """Called with the validation score (higher is better)."""
+    def on_validation(self, score: float, higher_is_better: bool = True) -> None:
+        """Called with the selected metric's validation value and its direction."""
 
     @property
     def lr(self) -> float:
@@ -139,7 +142,9 @@ class PlateauConfig:
 @registry.register("schedule", "plateau", schema=PlateauConfig)
 class PlateauSchedule(Schedule):
     """Warm-up, then constant; the rate is multiplied by `factor` whenever the validation
-    score has not improved for `patience` validations, down to `min_lr_ratio` × peak."""
+    score has not improved (risen, or fallen for a lower-is-better metric) for more than
+    `patience` validations in a row, down to `min_lr_ratio` × peak. `best` is the best
+    score so far in the metric's own sign (None before the first validation)."""
 
     def __init__(
         self,
@@ -152,14 +157,15 @@ class PlateauSchedule(Schedule):
         if not 0.0 < factor < 1.0:
             raise ValueError(f"schedule.factor must be in (0, 1), got {factor}")
         self.decay, self.patience, self.min_lr_ratio = factor, patience, min_lr_ratio
-        self.scale, self.best, self.bad_validations = 1.0, -math.inf, 0
+        self.scale, self.bad_validations = 1.0, 0
+        self.best: float | None = None
         super().__init__(optimizer, warmup_steps)
 
     def factor(self, step: int) -> float:
         return self._warmup(step) * self.scale
 
-    def on_validation(self, score: float) -> None:
-        if score > self.best:
+    def on_validation(self, score: float, higher_is_better: bool = True) -> None:
+        if improves(score, self.best, higher_is_better):
             self.best, self.bad_validations = score, 0
             return
         self.bad_validations += 1
@@ -178,6 +184,9 @@ class PlateauSchedule(Schedule):
 
     def load_state_dict(self, state: dict) -> None:
         self.scale = float(state["scale"])
-        self.best = float(state["best"])
+        # None: no validation yet (a state saved before None existed holds -inf)
+        best = state["best"]
+        self.best = None if best is None or best == -math.inf else float(best)
         self.bad_validations = int(state["bad_validations"])
         super().load_state_dict(state)
+

@@ -4,6 +4,15 @@ Read top to bottom: `Trainer.fit` loops over epochs and batches, `train_step` do
 forward/backward (with gradient accumulation), `validate` scores greedy translations of
 the valid split, `save` writes a checkpoint that can both resume the run and translate.
 
+Selection. `trainer.select_metric` (default `bleu`) names a registered validation metric
+(`seq2seq.metrics`): its value at each validation, compared in its direction, decides
+`best.pt`, drives the plateau schedule and early stopping (`trainer.patience` validations
+without a better value). The translation and loss metrics come from `validate`, the others
+from the validation hooks that report them (`seq2seq.training.hooks`, e.g. AER on a gold
+set). The best value, its step and every metric at that validation are in the progress
+saved in each checkpoint, so a resume goes on exactly; a checkpoint written before the
+choice existed (its progress holds `best_bleu`) resumes as one that selected on BLEU.
+
 Step boundaries. The run's progress (step, epoch, data position) moves only when an update
 has been applied, so every checkpoint describes a state between two updates: the data
 position points at the first batch of the next update (of its first micro-batch with
@@ -34,7 +43,7 @@ import signal
 import threading
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -42,11 +51,13 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import registry
-from seq2seq.build import instantiate_part, plain
+from seq2seq.build import ConfigError, instantiate_part, plain
 from seq2seq.checkpoint import (
     FORMAT_VERSION,
     HOOK_KEYS,
+    CheckpointError,
     capture_rng_states,
+    plugin_payload,
     restore_rng_states,
     save_checkpoint,
     tokenizer_payload,
@@ -54,12 +65,13 @@ from seq2seq.checkpoint import (
 from seq2seq.data.batching import Batch, TokenBatchSampler
 from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.flops import training_flops
-from seq2seq.metrics import corpus_scores
+from seq2seq.metrics.base import HOOK, LOSS, TRANSLATIONS, Metric, metric, metrics_of
+from seq2seq.metrics.loss import perplexity
 from seq2seq.models.model import Seq2Seq
 from seq2seq.special_tokens import PAD_ID
 from seq2seq.training import distributed
 from seq2seq.training.guidance import Guidance, guided_loss
-from seq2seq.training.hooks import ValidationContext, ValidationHook
+from seq2seq.training.hooks import ValidationContext, ValidationHook, produced_metrics
 from seq2seq.training.logger import RunLogger, sample_table
 from seq2seq.training.loss import label_smoothed_nll
 from seq2seq.training.progress import MetricsFile, ProgressDisplay
@@ -125,9 +137,11 @@ class Progress:
     step: int = 0  # optimiser updates done
     epoch: int = 0
     position: int = 0  # batches of this epoch already consumed
-    best_bleu: float = -1.0
+    best_metric: str = "bleu"  # trainer.select_metric of the run
+    best_value: float | None = None  # its best valid value; None before the first validation
     best_step: int = 0
-    bad_validations: int = 0
+    best_scores: dict[str, float] = field(default_factory=dict)  # every metric at best_step
+    bad_validations: int = 0  # validations since the best, for trainer.patience
     validated_step: int = 0  # step of the latest validation
     train_seconds: float = 0.0
     stopped_early: bool = False
@@ -138,6 +152,18 @@ class Progress:
     @property
     def train_tflop(self) -> float:
         return self.train_flops / 1e12
+
+    @classmethod
+    def from_payload(cls, values: dict[str, Any]) -> Progress:
+        """The progress a checkpoint saved. One written before `trainer.select_metric`
+        holds `best_bleu` (-1 before the first validation) and selected on BLEU."""
+        values = dict(values)
+        if "best_bleu" in values:
+            best = float(values.pop("best_bleu"))
+            values.setdefault("best_metric", "bleu")
+            values.setdefault("best_value", best if best >= 0 else None)
+            values.setdefault("best_scores", {"bleu": best} if best >= 0 else {})
+        return cls(**values)
 
 
 class Trainer:
@@ -161,7 +187,8 @@ class Trainer:
         self.hook_entries: dict[str, Any] = {}  # what the hooks return, saved in checkpoints
         self.optimizer = instantiate_part(cfg.optim, "optim", params=model.parameters())
         self.schedule = self._build_schedule()
-        self.progress = Progress()
+        self.selection = _selected_metric(cfg.trainer)  # trainer.select_metric
+        self.progress = Progress(best_metric=self.selection.name)
         self.sampler = TokenBatchSampler(
             data.train.src_lengths,
             data.train.tgt_lengths,
@@ -225,6 +252,7 @@ class Trainer:
         after saving `last.pt` at the step boundary that followed the signal, and
         TrainingDiverged when `trainer.max_nonfinite_steps` updates in a row were not
         finite."""
+        self.check_selection()
         show = self.cfg.logging.progress_bar and self.ranks.is_main
         display = ProgressDisplay(self.tcfg.max_steps, self.tcfg.max_minutes, enabled=show)
         display.update(self.progress.step, {})
@@ -458,68 +486,127 @@ class Trainer:
         self.train_losses.append(stats["train/loss"])
         self.logger.scalars(stats, step)
         self.metrics.write(step, {**stats, "epoch": self.progress.epoch})
-        display.update(step, {**stats, "epoch": self.progress.epoch}, self.progress.best_bleu)
+        display.update(step, {**stats, "epoch": self.progress.epoch}, self._best_shown())
 
     # ------------------------------------------------------------------ validation
 
     def validate_and_checkpoint(self) -> dict[str, float]:
-        """Validate (rank 0; the other ranks receive its scores), run the hooks (rank 0),
-        then update the best score, early stopping and the schedule and save checkpoints."""
-        metrics = self.ranks.broadcast(self.validate() if self.ranks.is_main else None)
+        """Validate and run the hooks (rank 0; the other ranks receive the scores), then
+        update the best value of the selected metric, early stopping and the schedule and
+        save checkpoints. Returns every metric of this validation."""
         step = self.progress.step
+        metrics = self.ranks.broadcast(self._validate_on_main(step) if self.ranks.is_main else None)
         self.progress.validated_step = step
-        if self.tcfg.average_last > 1 and self.ranks.is_main:
-            self.snapshots.append(_copy_weights(self.model))
-        self.logger.scalars({f"valid/{k}": v for k, v in metrics.items()}, step)
         self.logger.scalars({"train/tflop": self.progress.train_tflop}, step)
-        if self.ranks.is_main:  # before saving, so that best.pt holds what they return
-            self.run_hooks(step)
-        self.schedule.on_validation(metrics["bleu"])
-        if metrics["bleu"] > self.progress.best_bleu:
-            self.progress.best_bleu, self.progress.best_step = metrics["bleu"], step
-            self.progress.bad_validations = 0
+        if self._select(metrics, step):
             self.save("best")
-        else:
-            self.progress.bad_validations += 1
-            patience = self.tcfg.patience
-            self.progress.stopped_early = patience > 0 and self.progress.bad_validations >= patience
         self.save("last")
         if not self.ranks.is_main:
             return metrics
         self.logger.flush()
-        log.info(
-            "step %d valid loss %.3f ppl %.2f BLEU %.2f chrF %.2f (best %.2f at %d)",
-            step, metrics["loss"], metrics["ppl"], metrics["bleu"], metrics["chrf"],
-            self.progress.best_bleu, self.progress.best_step,
-        )  # fmt: skip
+        log.info("step %d valid %s (best %s %s at %d)", step, _shown_metrics(metrics),
+                 self.selection.label, _shown(self.selection, self.progress.best_value),
+                 self.progress.best_step)  # fmt: skip
         return metrics
 
-    def run_hooks(self, step: int) -> None:
+    def _validate_on_main(self, step: int) -> dict[str, float]:
+        """`validate`, a snapshot for averaging, then the hooks (before saving, so that
+        best.pt holds what they return): their metrics join validate's."""
+        metrics = self.validate()
+        if self.tcfg.average_last > 1:
+            self.snapshots.append(_copy_weights(self.model))
+        self.logger.scalars({f"valid/{k}": v for k, v in metrics.items()}, step)
+        return {**metrics, **self.run_hooks(step)}
+
+    def _select(self, metrics: dict[str, float], step: int) -> bool:
+        """The selected metric's value steps the schedule and decides whether this
+        validation is the best so far (returned) or one more without progress (early
+        stopping after trainer.patience of them)."""
+        value = self.selected_value(metrics, step)
+        self.schedule.on_validation(value, higher_is_better=self.selection.higher_is_better)
+        p = self.progress
+        if self.selection.improves(value, p.best_value):
+            p.best_value, p.best_step, p.best_scores = value, step, dict(metrics)
+            p.bad_validations = 0
+            return True
+        p.bad_validations += 1
+        patience = self.tcfg.patience
+        p.stopped_early = patience > 0 and p.bad_validations >= patience
+        return False
+
+    def selected_value(self, metrics: dict[str, float], step: int) -> float:
+        """The selected metric's value among a validation's metrics; ConfigError when no
+        part of the validation produced it."""
+        name = self.selection.name
+        if name not in metrics:
+            raise ConfigError(
+                f"trainer.select_metric={name}: validation at step {step} gave no value for "
+                f"it (it gave {', '.join(metrics) or 'nothing'})"
+            )
+        return metrics[name]
+
+    def check_selection(self) -> None:
+        """ConfigError when the selected metric comes from a hook and none of the run's
+        hooks reports it (no gold set for AER, no attention, hooks left out)."""
+        if self.selection.source != HOOK:
+            return
+        produced = produced_metrics(self.hooks)
+        if self.ranks.is_main and self.selection.name not in produced:
+            reported = ", ".join(sorted(produced)) or "no metric"
+            raise ConfigError(
+                f"trainer.select_metric={self.selection.name}: no validation hook of this run "
+                f"reports it (its hooks report {reported}); {_summary(self.selection)}"
+            )
+
+    def run_hooks(self, step: int, logger: RunLogger | None = None) -> dict[str, float]:
         """Run the validation hooks and keep the checkpoint entries they return
-        (`seq2seq.training.hooks`); ValueError for a key not in HOOK_KEYS."""
-        context = ValidationContext(self.model, self.device, self.logger, step)
+        (`seq2seq.training.hooks`); ValueError for a key not in HOOK_KEYS. Returns the
+        metrics they report. With `logger` (a disabled one: measuring only) they log there
+        and their entries are not kept."""
+        keep = logger is None
+        context = ValidationContext(self.model, self.device, logger or self.logger, step)
         for hook in self.hooks:
             entries = hook(context) or {}
             unknown = sorted(set(entries) - set(HOOK_KEYS))
             if unknown:
                 raise ValueError(f"validation hook {hook!r} returned unknown checkpoint "
                                  f"keys {unknown}; known: {', '.join(HOOK_KEYS)}")  # fmt: skip
-            self.hook_entries.update(entries)
+            if keep:
+                self.hook_entries.update(entries)
+        return dict(context.metrics)
 
     @torch.inference_mode()
     def validate(self) -> dict[str, float]:
-        """Teacher-forced loss and perplexity, and BLEU / chrF of greedy translations."""
+        """The teacher-forced loss metrics (loss, perplexity) and the translation metrics
+        of greedy translations: the default ones (BLEU, chrF) and the selected one."""
         split = self.valid_split
-        loss, ppl = self._valid_loss(split)
+        loss = self._valid_loss(split)
         hypotheses = self.translate([src for src, _ in split.examples])
-        scores = corpus_scores(hypotheses, split.tgt_lines, self.data.tgt_tokenizer.lang)
+        lang = self.data.tgt_tokenizer.lang
+        metrics = {m.name: m.from_loss(loss) for m in metrics_of(LOSS) if self._computed(m)}
+        for scored in filter(self._computed, metrics_of(TRANSLATIONS)):
+            metrics[scored.name] = scored.score(hypotheses, split.tgt_lines, lang)
         rows = list(zip(split.src_lines, split.tgt_lines, hypotheses))
         self.logger.text(
             "valid/samples", sample_table(rows[: self.cfg.logging.text_samples]), self.progress.step
         )
-        return {"loss": loss, "ppl": ppl, "bleu": scores["bleu"], "chrf": scores["chrf"]}
+        return metrics
 
-    def _valid_loss(self, split) -> tuple[float, float]:
+    def measure(self) -> dict[str, float]:
+        """`validate`'s metrics and, when the selected metric comes from a hook, the hooks'
+        (run with a disabled logger, their checkpoint entries not kept): the model as it
+        is now measured as a validation would, for comparing other weights (averaging)."""
+        metrics = self.validate()
+        if self.selection.source == HOOK:
+            silent = RunLogger(self.run_dir, enabled=False)
+            metrics.update(self.run_hooks(self.progress.step, silent))
+        return metrics
+
+    def _computed(self, candidate: Metric) -> bool:
+        return candidate.default or candidate.name == self.selection.name
+
+    def _valid_loss(self, split) -> float:
+        """The mean NLL per target token of the split, teacher forced, no smoothing."""
         self.model.eval()
         sampler = TokenBatchSampler(
             split.src_lengths, split.tgt_lengths, self.cfg.data.max_tokens, shuffle=False
@@ -531,8 +618,12 @@ class Trainer:
                 logits, _ = self.model(batch.src, batch.src_mask, batch.tgt_in)
             nll_total += label_smoothed_nll(logits, batch.tgt_out, 0.0)[1]
             tokens += batch.num_tgt_tokens
-        loss = nll_total.item() / max(tokens, 1)
-        return loss, math.exp(min(loss, 50.0))
+        return nll_total.item() / max(tokens, 1)
+
+    def _best_shown(self) -> tuple[str, float] | None:
+        """(label, best value) of the selected metric for the status line, or None."""
+        best = self.progress.best_value
+        return None if best is None else (self.selection.label, best)
 
     def averaged_weights(self) -> dict[str, torch.Tensor] | None:
         """The mean of the kept validation snapshots (Vaswani et al. 2017 §6.1 average
@@ -570,6 +661,7 @@ class Trainer:
             "rng": capture_rng_states(),
             "config": OmegaConf.to_container(self.cfg, resolve=True, enum_to_str=True),
             "tokenizers": tokenizer_payload(self.data),
+            **plugin_payload(self.cfg),  # the plugins it was trained with
             **self.hook_entries,
         }
         if with_snapshots and self.tcfg.average_last > 1:
@@ -596,12 +688,25 @@ class Trainer:
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.schedule.load_state_dict(payload["schedule"])
-        self.progress = Progress(**payload["progress"])
+        self.progress = self._resumed_progress(payload["progress"])
         restore_rng_states(self._own_rng_state(payload))
         self.snapshots.clear()
         if self.tcfg.average_last > 1:
             self.snapshots.extend(payload.get("snapshots", []))
         self.hook_entries = {key: payload[key] for key in HOOK_KEYS if key in payload}
+
+    def _resumed_progress(self, saved: dict[str, Any]) -> Progress:
+        """The checkpoint's progress; CheckpointError when it selected on another metric
+        than trainer.select_metric (its best value and patience count are that metric's)."""
+        progress = Progress.from_payload(saved)
+        if progress.best_metric != self.selection.name:
+            raise CheckpointError(
+                f"trainer.select_metric={self.selection.name}, but the checkpoint's run "
+                f"selected on {progress.best_metric} (its best.pt, best value and patience "
+                f"count are {progress.best_metric}'s): resume with "
+                f"trainer.select_metric={progress.best_metric}, or start a new run"
+            )
+        return progress
 
     def _gather_rng_states(self) -> list[dict[str, Any]]:
         """Every rank's random state, in rank order (sent as bytes: tensors in a gathered
@@ -625,6 +730,38 @@ class Trainer:
                 saved, self.ranks.world_size,
             )  # fmt: skip
         return payload["rng"]
+
+
+def _selected_metric(tcfg: DictConfig) -> Metric:
+    """The metric `trainer.select_metric` names; ConfigError listing the registered ones."""
+    try:
+        return metric(tcfg.select_metric)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
+def _shown(selected: Metric, value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.{selected.digits}f}"
+
+
+def _shown_metrics(metrics: dict[str, float]) -> str:
+    """`loss 2.301 ppl 9.98 BLEU 3.32 chrF2 20.10 ...`: each registered metric by its
+    label and decimals; a name the registry does not know as it is."""
+    shown = []
+    for name, value in metrics.items():
+        try:
+            known = metric(name)
+        except ValueError:
+            shown.append(f"{name} {value:.4g}")
+            continue
+        shown.append(f"{known.label} {_shown(known, value)}")
+    return " ".join(shown)
+
+
+def _summary(selected: Metric) -> str:
+    """The first paragraph of a metric's docstring, on one line: what it is, who reports it."""
+    doc = type(selected).__doc__ or ""
+    return " ".join(doc.split("\n\n")[0].split()) or f"metric {selected.name}"
 
 
 def _guidance(cfg: DictConfig) -> Guidance | None:
@@ -707,7 +844,7 @@ class _Window:
         loss, nll = self.loss.item() / tokens, self.nll.item() / tokens
         stats = {
             "train/loss": loss,
-            "train/ppl": math.exp(min(nll, 50.0)),
+            "train/ppl": perplexity(nll),
             "train/lr": lr,
             "train/grad_norm": float(self.grad_norm),
             "train/tokens_per_sec": self.tgt_tokens / seconds,

@@ -43,6 +43,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import registry
 from seq2seq.align.defaults import HeadMark
+from seq2seq.models.attention.options import attention_choice, component_node
 from seq2seq.visualise.fonts import cjk_font_family
 from seq2seq.visualise.text import WORD_BOUNDARY, display_width
 
@@ -171,17 +172,14 @@ def describe_run(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
     config = _plain(cfg)
     described = {group: _part_name(group, config[group]) for group in ("encoder", "decoder")}
     attention = config["attention"]
-    if registry.of_node("attention", attention).name == "none":
-        return {**described, "attention": "none"}
-    region = attention["region"]
+    choice = attention_choice(attention)
+    if choice is None:  # attention=none
+        return {**described, "attention": registry.of_node("attention", attention).name}
+    score, region = choice
     if region == "local":
-        region = f"local-{attention['local_mode'][0]} D={attention['window']}"
-    return {
-        **described,
-        "score": attention["score"],
-        "region": region,
-        "heads": str(attention["heads"]),
-    }
+        local = component_node("region", attention["region"])
+        region = f"local-{local['mode'][0]} D={local['window']}"
+    return {**described, "score": score, "region": region, "heads": str(attention["heads"])}
 
 
 def run_title(cfg: DictConfig | Mapping[str, Any], step: int | None = None) -> str:

@@ -32,8 +32,13 @@ viewer use it by default (`seq2seq.align.defaults`). The AER hook runs before th
 hook, whose panels mark the chosen head and the guided head (`alignment_heads/...` also
 draws their layers when they are not the last).
 
-Models with attention=none get no hook: they have no weights to show or score. Toy data
-gets no AER hook (its accuracy scores the same thing).
+Models with attention=none get no hook: they have no weights to show or score. A source
+with a known alignment (the toy tasks) gets no AER hook: its accuracy scores the same thing.
+
+Both are registered validation hooks (`seq2seq.training.hooks`, the registry's "hook"
+group), in the order they run: `aer`, then `alignment`; each class makes a run's hooks with
+`for_run`. They report the validation metrics `aer` (the head mean's `valid/aer`) and
+`alignment_accuracy`, which `trainer.select_metric` can select.
 """
 
 from __future__ import annotations
@@ -50,8 +55,7 @@ import torch
 from omegaconf import DictConfig
 
 from seq2seq import registry
-from seq2seq.align.aer import AlignmentCounts, corpus_counts
-from seq2seq.align.attention import teacher_forced_weights
+from seq2seq.align.attention import teacher_forced_attention, teacher_forced_weights
 from seq2seq.align.defaults import HeadMark, chosen_mark, guided_mark
 from seq2seq.align.extract import AlignSettings, Sentence, links_from_attention, worded_sentence
 from seq2seq.align.gold import GoldPair, as_in_corpus, gold_set
@@ -59,17 +63,14 @@ from seq2seq.align.heads import HeadScore, lowest_aer, score_heads
 from seq2seq.align.pharaoh import Links
 from seq2seq.build import plain
 from seq2seq.checkpoint import ALIGNMENT_CHOICE_KEY, AlignmentChoice
+from seq2seq.data.sources import data_source
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding import SearchSettings, translate_ids
+from seq2seq.metrics.aer import Aer, AlignmentCounts, corpus_counts
+from seq2seq.metrics.alignment_accuracy import AlignmentAccuracy, Link, alignment_accuracy
 from seq2seq.search import Hypothesis
 from seq2seq.special_tokens import EOS_PIECE
 from seq2seq.training.hooks import ValidationContext, ValidationHook
-from seq2seq.visualise.alignment import (
-    Link,
-    alignment_accuracy,
-    teacher_forced_attention,
-    toy_links,
-)
 from seq2seq.visualise.probes import encode_probe, probes_for
 
 if TYPE_CHECKING:
@@ -114,7 +115,8 @@ Marks = Callable[[int, int], list[HeadMark]]
 
 
 class AlignmentHook:
-    """`hook(context)`: alignment images and alignment accuracy (module docstring).
+    """`hook(context)`: alignment images and alignment accuracy (module docstring); it
+    reports `alignment_accuracy` when it has scored examples.
 
     `tgt_tokenizer` turns the greedy outputs into pieces and text, `run_config` (the
     run's composed config) names the model in each image's title, and `marks` says which
@@ -138,6 +140,28 @@ class AlignmentHook:
         self.tgt_tokenizer = tgt_tokenizer
         self.run_config = run_config
         self.marks = marks
+        self.produces = (AlignmentAccuracy.name,) if scored_examples else ()
+
+    @classmethod
+    def for_run(
+        cls, cfg: DictConfig, data: Any, earlier: tuple[ValidationHook, ...]
+    ) -> list[AlignmentHook]:
+        """A source with a known alignment (the toy tasks): its valid examples; else the
+        corpus probes, or short valid sentences (unscored) for a pair without probes; their
+        images mark the guided head and the head the AER hook of `earlier` chooses. None
+        without attention."""
+        if not has_attention(cfg):
+            return []
+        run_config = plain(cfg)
+        source = data_source(cfg.data.kind)
+        if source.known_alignment:
+            return [known_alignment_hook(source, cfg.data, data, run_config, HeadMarks(cfg))]
+        aer = next((hook for hook in earlier if isinstance(hook, AerHook)), None)
+        marks = HeadMarks(cfg, aer)
+        probes = probes_for(cfg.data.src_lang, cfg.data.tgt_lang, cfg.logging.probe_file)
+        if probes:
+            return [probe_hook(probes, data, run_config, marks)]
+        return sample_hooks(cfg, data, run_config, marks)
 
     def __call__(self, context: ValidationContext) -> None:
         started = time.perf_counter()
@@ -152,6 +176,7 @@ class AlignmentHook:
         accuracy = None if attentions is None else alignment_accuracy(attentions, self.scored_links)
         if accuracy is not None:
             context.logger.scalars({ACCURACY_TAG: accuracy}, context.step)
+            context.report(AlignmentAccuracy.name, accuracy)
         return accuracy
 
     def log_images(self, context: ValidationContext) -> None:
@@ -215,8 +240,10 @@ class GoldExample:
 
 class AerHook:
     """`hook(context) -> {"alignment_choice": ...} | None`: AER, precision and recall of
-    `settings` on a gold set, and the layer × head with the lowest AER (module docstring).
-    `config`, the run's config, names a guided model's guided head."""
+    `settings` on a gold set, and the layer × head with the lowest AER (module docstring);
+    it reports `aer`. `config`, the run's config, names a guided model's guided head."""
+
+    produces = (Aer.name,)
 
     def __init__(
         self,
@@ -229,12 +256,26 @@ class AerHook:
         self.config = config
         self.choice: AlignmentChoice | None = None  # the latest validation's choice
 
+    @classmethod
+    def for_run(
+        cls, cfg: DictConfig, data: Any, earlier: tuple[ValidationHook, ...]
+    ) -> list[AerHook]:
+        """The AER hook on the valid part of the pair's gold set; none without attention,
+        without a gold set, or for a source with a known alignment (its accuracy scores
+        the same thing)."""
+        if not has_attention(cfg) or data_source(cfg.data.kind).known_alignment:
+            return []
+        return aer_hooks(cfg, data)
+
     def __call__(self, context: ValidationContext) -> dict[str, Any] | None:
         started = time.perf_counter()
         attentions = self.attentions(context.model, context.device)
         if attentions is None:
             return None
-        scalars = aer_scalars(self.counts_of(attentions))
+        counts = self.counts_of(attentions)
+        scalars = aer_scalars(counts)
+        if counts.aer is not None:
+            context.report(Aer.name, counts.aer)
         scores = score_heads(attentions, [(e.source, e.target) for e in self.examples],
                              [e.links for e in self.examples], self.settings)  # fmt: skip
         best = lowest_aer(scores)
@@ -316,21 +357,9 @@ class HeadMarks:
         return [mark for mark in marks if mark is not None]
 
 
-def alignment_hooks(cfg: DictConfig, data: Any) -> list[ValidationHook]:
-    """The hooks for a run: none without attention; AER where a gold set is, first; toy
-    examples or corpus probes (short valid sentences, unscored, for a pair without
-    probes), their images marking the guided and the chosen head."""
-    if registry.of_node("attention", cfg.attention).name == "none":
-        return []
-    run_config = plain(cfg)
-    if cfg.data.kind == "toy":
-        return [toy_hook(cfg.data.toy_task, data, run_config, HeadMarks(cfg))]
-    aer = aer_hooks(cfg, data)  # first: the images mark the head it chooses
-    marks = HeadMarks(cfg, aer[0] if aer else None)
-    probes = probes_for(cfg.data.src_lang, cfg.data.tgt_lang, cfg.logging.probe_file)
-    if probes:
-        return [*aer, probe_hook(probes, data, run_config, marks)]
-    return [*aer, *sample_hooks(cfg, data, run_config, marks)]
+def has_attention(cfg: DictConfig) -> bool:
+    """Whether the model has attention weights to show and score (not attention=none)."""
+    return registry.of_node("attention", cfg.attention).name != "none"
 
 
 def aer_hooks(cfg: DictConfig, data: Any) -> list[AerHook]:
@@ -384,18 +413,22 @@ def probe_hook(
     return AlignmentHook(shown, scored, links, data.tgt_tokenizer, run_config, marks)
 
 
-def toy_hook(
-    task: str, data: Any, run_config: Mapping[str, Any], marks: Marks | None = None
+def known_alignment_hook(
+    source: Any, data_cfg: Any, data: Any, run_config: Mapping[str, Any], marks: Marks | None = None
 ) -> AlignmentHook:
-    """Draw the first valid examples, score up to TOY_SCORED of them against the gold
-    (anti-)diagonal."""
+    """Draw the first valid examples, score up to TOY_SCORED of them against the source's
+    known alignment (the toy tasks' (anti-)diagonal, `DataSource.alignment`)."""
     examples = [(list(src), list(tgt)) for src, tgt in data.valid.examples[:TOY_SCORED]]
     lines = data.valid.src_lines
     shown = [
         shown_sentence(index, lines[index], src, data.src_tokenizer)
         for index, (src, _) in enumerate(examples[:TOY_SHOWN])
     ]
-    links = [toy_links(task, len(src)) for src, _ in examples]
+    links = [
+        [Link(target, frozenset([position])) for target, position in
+         enumerate(source.alignment(data_cfg, len(src)))]
+        for src, _ in examples
+    ]  # fmt: skip
     return AlignmentHook(shown, examples, links, data.tgt_tokenizer, run_config, marks)
 
 
@@ -455,3 +488,8 @@ def image_tag(index: int, text: str) -> str:
     """
     short = re.sub(r"[^\w.-]+", "_", text.strip())[:TAG_TEXT_CHARS].strip("_.")
     return f"alignment/{index:02d}_{short}"
+
+
+# Registered in the order they run: the AER hook first, as the images mark the head it chooses.
+registry.register("hook", "aer")(AerHook)
+registry.register("hook", "alignment")(AlignmentHook)

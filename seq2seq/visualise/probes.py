@@ -30,8 +30,8 @@ from pathlib import Path
 
 from seq2seq.data.languages import base_language
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.metrics.alignment_accuracy import Link
 from seq2seq.special_tokens import EOS_PIECE
-from seq2seq.visualise.alignment import Link
 from seq2seq.visualise.text import WORD_BOUNDARY
 
 PROBE_FOLDER = Path(__file__).with_name("probes")

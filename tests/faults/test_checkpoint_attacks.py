@@ -9,7 +9,6 @@ edits a copy of its config and saves it with `torch.save`, as an attacker would.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import os
 import subprocess
 import sys
@@ -20,9 +19,11 @@ import pytest
 import torch
 from helpers import TINY_TOY, compose_config
 
+from seq2seq.bench.decoding_speed import decoding_section
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.cli import evaluate, translate
 from seq2seq.inference import Translator
+from seq2seq.runs.alignments import runs_figure
 from seq2seq.runs.assemble import train_and_test
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -183,7 +184,8 @@ def test_hostile_checkpoint_through_the_command_line(payload, tmp_path, victim, 
 
 
 def test_translator_load_refuses_before_building(payload, tmp_path, victim):
-    """The path scripts/bench.py and scripts/compare_alignments.py load checkpoints through."""
+    """The path `make bench` (seq2seq.bench.decoding_speed) and scripts/compare_alignments.py
+    load checkpoints through."""
     key, edit = ATTACKS["nested_target_keeping_the_width"]
     hostile = save_tampered(payload, tmp_path, lambda config: edit(config, victim))
     with pytest.raises(CheckpointError, match=key.replace(".", r"\.")):
@@ -191,34 +193,22 @@ def test_translator_load_refuses_before_building(payload, tmp_path, victim):
     assert_untouched(victim)
 
 
-def _load_script(name: str, monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO_ROOT / "scripts"))  # bench imports its neighbours
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_compare_alignments_refuses_a_hostile_run(payload, tmp_path, victim, monkeypatch):
+def test_compare_alignments_refuses_a_hostile_run(payload, tmp_path, victim):
+    """`scripts/compare_alignments.py` draws through `seq2seq.runs.alignments.runs_figure`."""
     key, edit = ATTACKS["nested_open"]
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     hostile = save_tampered(payload, tmp_path, lambda config: edit(config, victim))
     hostile.rename(run / "checkpoints" / "best.pt")
-    script = _load_script("compare_alignments", monkeypatch)
-    with pytest.raises(SystemExit) as stopped:
-        script.main([str(tmp_path), "--sentence", "a b c", "--out", str(tmp_path / "x.png")])
-    assert key in str(stopped.value.code)
+    with pytest.raises(CheckpointError, match=key.replace(".", r"\.")):
+        runs_figure([tmp_path], sentence="a b c")
     assert_untouched(victim)
-    assert not (tmp_path / "x.png").exists()
 
 
-def test_bench_decoding_refuses_a_hostile_checkpoint(payload, tmp_path, victim, monkeypatch):
+def test_bench_decoding_refuses_a_hostile_checkpoint(payload, tmp_path, victim):
     key, edit = ATTACKS["nested_path_write_text"]
     hostile = save_tampered(payload, tmp_path, lambda config: edit(config, victim))
-    script = _load_script("bench", monkeypatch)
-    lines = script.decoding_section([hostile], 4, torch.device("cpu"))
+    lines = decoding_section([hostile], 4, torch.device("cpu"))
     assert any("failed" in line and key in line for line in lines), lines
     assert_untouched(victim)
 

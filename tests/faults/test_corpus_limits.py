@@ -21,6 +21,7 @@ from seq2seq.data import prepare as prepare_module
 from seq2seq.data.config import DEFAULT_MAX_LINE_BYTES, DataConfig
 from seq2seq.data.corpus import read_pairs
 from seq2seq.data.fetch import MIRROR_ENV, fetch, manifest_path
+from seq2seq.data.sources import tabular
 
 GOOD_LINES = [
     b"Hi.\t\xe4\xbd\xa0\xe5\xa5\xbd\xe3\x80\x82\tCC-BY #1",
@@ -148,7 +149,7 @@ def test_prepare_reads_the_corpus_with_data_max_line_bytes(tmp_path, monkeypatch
     mirror.mkdir()
     (mirror / "toy.txt").write_bytes(b"\n".join(GOOD_LINES) + b"\n")
     monkeypatch.setenv(MIRROR_ENV, str(mirror))
-    monkeypatch.setattr(prepare_module, "iter_pairs", iter_pairs_spy)
+    monkeypatch.setattr(tabular, "iter_pairs", iter_pairs_spy)
     cfg = DataConfig(
         url="https://example.org/toy.txt", member="", root=str(tmp_path / "data"),
         max_line_bytes=4321,

@@ -1,6 +1,7 @@
-"""Damaged run folders: `scripts/compare.py` and `scripts/gpu_compare_losses.py` read what
-training left behind, and a run whose files cannot be read is reported in one line naming
-the file, left out of the table and counted, never a traceback. The library readers
+"""Damaged run folders: the comparison (`seq2seq.runs.report`, `seq2seq.runs.comparison`)
+and the loss-curve check (`seq2seq.runs.loss_curves`, `scripts/gpu_compare_losses.py`) read
+what training left behind, and a run whose files cannot be read is reported in one line
+naming the file, left out of the table and counted, never a traceback. The library readers
 (`seq2seq.runs.reading`) validate what they read and raise `RunReadError` naming the file.
 A gold alignment file that never uses word 0 is read with a warning (it is likely 1-based).
 """
@@ -17,11 +18,14 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from test_compare import fake_run, load_script, results
+from sweep_fixtures import fake_run, report, results
 
 from seq2seq.align.gold import gold_set
 from seq2seq.align.pharaoh import read_links
+from seq2seq.runs import loss_curves
+from seq2seq.runs.comparison import StageError, best_of_first_sweep
 from seq2seq.runs.reading import RunReadError, best_choice, read_config, read_results
+from seq2seq.runs.sweep import link_runs
 
 pytestmark = pytest.mark.attack("runs")
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -62,9 +66,8 @@ def sweep(tmp_path) -> Path:
     return folder
 
 
-def table(sweep: Path, out: Path) -> int:
-    compare = load_script("compare")
-    return compare.main([str(sweep), "--out-dir", str(out), "--no-image", "--no-aer"])
+def table(sweep: Path, out: Path) -> Path | None:
+    return report([sweep], out)
 
 
 def csv_runs(out: Path) -> list[str]:
@@ -81,7 +84,7 @@ def assert_left_out(err: str, path: Path, reason: str, count: int = 1) -> None:
     assert f"{count} run{'s' if count > 1 else ''} could not be read" in err, err
 
 
-# ---------------------------------------------------------------- compare.py: the table
+# ---------------------------------------------------------------- the report's table
 
 
 @pytest.mark.parametrize("damage", DAMAGE.values(), ids=DAMAGE)
@@ -90,11 +93,11 @@ def test_a_damaged_file_leaves_its_run_out_of_the_table(sweep, tmp_path, capsys,
     path = sweep / DAMAGED / name
     path.write_bytes(content)
     out = tmp_path / "out"
-    assert table(sweep, out) == 0
+    assert table(sweep, out) is not None
     assert_left_out(capsys.readouterr().err, path, reason)
     assert csv_runs(out) == ["0_attention=dot", "1_attention=additive"]
-    report = (out / "COMPARISON.md").read_text(encoding="utf-8")
-    assert "1 run could not be read and was left out" in report and str(path) in report
+    text = (out / "COMPARISON.md").read_text(encoding="utf-8")
+    assert "1 run could not be read and was left out" in text and str(path) in text
 
 
 def test_a_config_with_a_string_seed_or_a_broken_interpolation_is_left_out(
@@ -107,7 +110,7 @@ def test_a_config_with_a_string_seed_or_a_broken_interpolation_is_left_out(
         OmegaConf.update(config, key, value)
         OmegaConf.save(config, run / ".hydra" / "config.yaml")
     out = tmp_path / "out"
-    assert table(sweep, out) == 0
+    assert table(sweep, out) is not None
     err = capsys.readouterr().err
     assert_left_out(err, seeded / ".hydra" / "config.yaml", "trainer.seed must be an integer", 2)
     assert_left_out(err, interpolated / ".hydra" / "config.yaml", "cannot be resolved", 2)
@@ -118,7 +121,7 @@ def test_garbage_overrides_leave_the_run_out(sweep, tmp_path, capsys):
     path = sweep / DAMAGED / ".hydra" / "overrides.yaml"
     path.write_text("{a: [1, 2]}\n", encoding="utf-8")
     out = tmp_path / "out"
-    assert table(sweep, out) == 0
+    assert table(sweep, out) is not None
     assert_left_out(capsys.readouterr().err, path, "not a YAML list of overrides")
     assert csv_runs(out) == ["0_attention=dot", "1_attention=additive"]
 
@@ -136,9 +139,7 @@ def test_binary_test_hypotheses_cost_the_significance_test_only(tmp_path, capsys
     broken = sweep / "1_attention=additive" / "test.hyp"
     broken.write_bytes(b"\xff\xfe\x00a\n")
     out = tmp_path / "out"
-    compare = load_script("compare")
-    argv = [str(sweep), "--out-dir", str(out), "--no-image", "--no-aer", "--resamples", "20"]
-    assert compare.main(argv) == 0
+    assert report([sweep], out, resamples=20) is not None
     err = capsys.readouterr().err
     assert "Traceback" not in err and f"{broken}: cannot be read" in err
     with (out / "comparison.csv").open(encoding="utf-8") as handle:
@@ -146,47 +147,48 @@ def test_binary_test_hypotheses_cost_the_significance_test_only(tmp_path, capsys
     assert [bool(row["test_bleu_ci_low"]) for row in rows] == [True, False]
 
 
-def test_a_sweep_with_no_readable_run_exits_2_in_one_line(sweep, tmp_path, capsys):
+def test_a_sweep_with_no_readable_run_writes_nothing_and_says_so_in_one_line(
+    sweep, tmp_path, capsys
+):
     for run in sweep.iterdir():
         (run / "results.json").write_text("[1, 2, 3]", encoding="utf-8")
-    assert table(sweep, tmp_path / "out") == 2
+    assert table(sweep, tmp_path / "out") is None
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("not a JSON object") == 3
     assert err.strip().splitlines()[-1].startswith("compare: no run could be read")
     assert not (tmp_path / "out" / "COMPARISON.md").exists()
 
 
-# ---------------------------------------------------------------- compare.py --best
+# ---------------------------------------------------------------- the encoder stage's choice
 
 
-def test_best_skips_a_run_it_cannot_read(sweep, capsys):
+def test_the_best_attention_skips_a_run_it_cannot_read(sweep, capsys):
     path = sweep / DAMAGED / "results.json"  # the best valid BLEU, had it been readable
     path.write_bytes(b"[1, 2, 3]")
-    compare = load_script("compare")
-    assert compare.main([str(sweep), "--best", "attention"]) == 0
-    captured = capsys.readouterr()
-    assert captured.out.strip() == "additive"
-    assert_left_out(captured.err, path, "not a JSON object (got a list)")
+    assert best_of_first_sweep(sweep.parent) == "additive"
+    assert_left_out(capsys.readouterr().err, path, "not a JSON object (got a list)")
 
 
-def test_best_skips_garbage_overrides_and_exits_2_when_nothing_is_left(sweep, capsys):
+def test_the_best_attention_skips_garbage_overrides_and_fails_when_nothing_is_left(
+    sweep, capsys
+):
     for run in sweep.iterdir():
         (run / ".hydra" / "overrides.yaml").write_bytes(b"\x00\xff\xfe")
-    compare = load_script("compare")
-    assert compare.main([str(sweep), "--best", "attention"]) == 2
+    with pytest.raises(StageError, match="no finished run below") as failure:
+        best_of_first_sweep(sweep.parent)
+    assert "\n" not in str(failure.value)
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("not UTF-8 text") == 3
     assert "3 runs could not be read" in err
-    assert err.strip().splitlines()[-1].startswith("compare: no finished run")
 
 
-def test_link_into_skips_a_run_whose_overrides_cannot_be_read(sweep, tmp_path, capsys):
+def test_linking_skips_a_run_whose_overrides_cannot_be_read(sweep, tmp_path, capsys):
     path = sweep / "0_attention=dot" / ".hydra" / "overrides.yaml"
     path.write_bytes(b"[unclosed\n")
-    compare = load_script("compare")
     target = tmp_path / "encoders"
-    argv = [str(sweep), "--link-into", str(target), "--choice", "attention=additive"]
-    assert compare.main(argv) == 0
+    assert [link.name for link in link_runs(sweep, target, "attention=additive")] == [
+        "0_attention=additive"
+    ]
     assert_left_out(capsys.readouterr().err, path, "not valid YAML")
     assert [link.name for link in target.iterdir()] == ["0_attention=additive"]
 
@@ -220,7 +222,7 @@ def test_best_choice_reports_unreadable_runs_when_asked(sweep):
     assert [str(sweep / DAMAGED / "results.json") in str(error) for error in unreadable] == [True]
 
 
-# ---------------------------------------------------------------- gpu_compare_losses.py
+# ---------------------------------------------------------------- the loss-curve check
 
 BAD_LINES = {  # a metrics.jsonl line → what the warning says
     "a null loss": (b'{"step": 50, "train/loss": null}', "train/loss must be a number"),
@@ -241,7 +243,6 @@ def metrics_run(run_dir: Path, steps: int, scale: float = 1.0) -> Path:
 
 @pytest.mark.parametrize("bad", BAD_LINES.values(), ids=BAD_LINES)
 def test_a_bad_metrics_line_is_skipped_and_named(tmp_path, capsys, bad):
-    losses = load_script("gpu_compare_losses")
     content, reason = bad
     reference = metrics_run(tmp_path / "fp32", 120)
     candidate = metrics_run(tmp_path / "bf16", 120)
@@ -249,10 +250,10 @@ def test_a_bad_metrics_line_is_skipped_and_named(tmp_path, capsys, bad):
     lines = path.read_bytes().split(b"\n")
     lines.insert(10, content)  # the 11th line
     path.write_bytes(b"\n".join(lines))
-    assert losses.main([str(candidate), str(reference)]) == 0
+    assert loss_curves.check(candidate, reference) == 0
     err = capsys.readouterr().err
     assert f"{path}: skipped 1 unreadable line: line 11 ({reason}" in err, err
-    assert 50 in losses.read_losses(candidate)  # the good line of step 50 is kept
+    assert 50 in loss_curves.read_losses(candidate)  # the good line of step 50 is kept
 
 
 def test_a_truncated_last_line_and_a_file_of_garbage_run_as_a_script(tmp_path):

@@ -64,7 +64,6 @@ BAD_VALUES = [
     "decoder.dropout=-0.1",
     "attention.heads=0",
     "attention.dropout=1.5",
-    "attention.window=0",
     "optim.lr=0",
     "optim.lr=-0.001",
     "optim.lr=nan",
@@ -90,6 +89,41 @@ def test_bad_value_is_refused_before_training(override, tmp_path, fault_figures)
     fault_figures.add("bad_settings_refused", 1)
 
 
+# The options of the attention's score and region (each checked against its component's
+# dataclass) and the error that refuses each, word for word up to the value.
+BAD_OPTIONS = {
+    "window_zero": (["attention/region=local", "attention.region.window=0"],
+                    "attention.region.window must be an integer of at least 1, got 0"),
+    "tau_zero": (["attention/region=hard", "attention.region.gumbel_tau=0"],
+                 "attention.region.gumbel_tau must be a finite number > 0, got 0"),
+    "scale_negative": (["attention/score=cosine", "attention.score.scale=-1"],
+                       "attention.score.scale must be a finite number > 0 (or null), got -1"),
+    "scale_nan": (["attention/score=cosine", "attention.score.scale=nan"],
+                  "attention.score.scale must be a finite number > 0 (or null), got nan"),
+    "hidden_zero": (["attention.score.hidden_dim=0"],
+                    "attention.score.hidden_dim must be an integer of at least 1 (or null), got 0"),
+    "misspelt": (["attention=local", "+attention.region.windw=3"],
+                 "attention.region.windw: not an option of region 'local' (did you mean window?); "
+                 "its options: window, mode"),
+    "left_behind": (["attention=local", "attention.region.name=soft"],
+                    "attention.region.window: not an option of region 'soft', which has none"),
+    "unknown_region": (["attention.region=everywhere"],
+                       "attention.region must be one of the registered regions (soft, "),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("overrides", "message"), BAD_OPTIONS.values(), ids=BAD_OPTIONS)
+def test_bad_attention_option_is_refused_before_training(
+    overrides, message, tmp_path, fault_figures
+):
+    cfg = compose_config(QUICK + overrides)
+    with pytest.raises(ConfigError) as failure:
+        train_and_test(cfg, tmp_path / "run", outputs_root=tmp_path)
+    assert str(failure.value).startswith(message)
+    assert not (tmp_path / "run").exists()
+    fault_figures.add("bad_settings_refused", 1)
+
+
 @pytest.mark.parametrize(
     "override", ["encoder.heads=0", "decoder.ff_size=0", "decoder.max_positions=0"]
 )
@@ -102,8 +136,10 @@ def test_bad_transformer_value_is_refused(override):
 @pytest.mark.parametrize(
     "overrides",
     [["trainer.grad_clip=0"], ["trainer.grad_clip=0.5", "trainer.label_smoothing=0"],
-     ["trainer.max_minutes=null", "attention.head_dim=null"], ["trainer.seed=0"]],
-    ids=["no_clipping", "small_clip", "nulls", "seed_zero"],
+     ["trainer.max_minutes=null", "attention.head_dim=null"], ["trainer.seed=0"],
+     ["attention=local", "attention.region=soft"],
+     ["attention/score=cosine", "attention.score.scale=5"]],
+    ids=["no_clipping", "small_clip", "nulls", "seed_zero", "region_by_name", "fixed_cosine"],
 )  # fmt: skip
 def test_good_values_pass(overrides):
     check_settings(compose_config(QUICK + overrides))

@@ -6,7 +6,9 @@ Both classes share one call API: `project_memory(keys, values)` once per sentenc
 need_weights=...) -> (context, weights)`; `forward` does both.
 
 The names of the scores and regions are those registered (`seq2seq.registry.names("score")`,
-`names("region")`).
+`names("region")`); each is chosen by a node `{name, <its options>}` or its bare name
+(`options.py`: `component_node` completes and checks one, `attention_choice(cfg.attention)`
+gives the chosen names).
 """
 
 from seq2seq.models.attention.attention import (
@@ -16,6 +18,7 @@ from seq2seq.models.attention.attention import (
     self_attention_flops,
 )
 from seq2seq.models.attention.none import NoAttention
+from seq2seq.models.attention.options import attention_choice, component_name, component_node
 from seq2seq.models.attention.regions import LOCAL_MODES
 
 __all__ = [
@@ -24,5 +27,8 @@ __all__ = [
     "recording_weights",
     "self_attention",
     "self_attention_flops",
+    "attention_choice",
+    "component_name",
+    "component_node",
     "LOCAL_MODES",
 ]

@@ -10,7 +10,10 @@ For every query, `context = Σ_j α_j v_j` with `α = region(score(q, k_j))`
 (the notes' three steps: score, normalise, read out).
 
 Registered as the attention component "attention" (`seq2seq.registry`), with its config
-schema `AttentionConfig`; the score and region are chosen by their registered names.
+schema `AttentionConfig`. The AttentionConfig keys it reads are the structure's (`heads`,
+`head_dim`, `dropout`) and two nodes, `score` and `region`: each a registered name and the
+options of that component (`{name: local, window: 3}`), or just the name for its defaults
+(`seq2seq.models.attention.options`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from seq2seq.models.attention.checks import check_attend_inputs, check_memory, c
 from seq2seq.models.attention.heads import merge_heads, split_heads
 from seq2seq.models.attention.interface import MemoryAttention
 from seq2seq.models.attention.masks import key_lengths, visible_keys
-from seq2seq.models.attention.regions import LocalMode, SoftRegion, build_region
+from seq2seq.models.attention.options import component_name, component_node
+from seq2seq.models.attention.regions import SoftRegion, build_region
 from seq2seq.models.attention.scores import DotProductScore, build_score
 from seq2seq.models.costs import linear
 
@@ -38,19 +42,17 @@ SELF_ATTENTION = {"score": "scaled_dot", "region": "soft"}  # every Transformer 
 
 @dataclass
 class AttentionConfig:
-    """`attention=<preset>`: the keyword arguments of `Attention`. `score` and `region`
-    are registered names (Hydra checks them against the registry, `seq2seq.config`)."""
+    """`attention=<preset>`: the keyword arguments of `Attention`.
+
+    `score` and `region` are each a registered name or a node `{name, <its options>}`
+    (typed `Any`: a plugin's components register after Hydra composes the config, so the
+    names and options are checked at start-up, `seq2seq.settings_checks`)."""
 
     _target_: str = "seq2seq.models.attention.Attention"
-    score: str = "additive"
-    region: str = "soft"
+    score: Any = "additive"
+    region: Any = "soft"
     heads: int = 1
     head_dim: int | None = None  # per-head width when heads > 1; None = value_dim // heads
-    hidden_dim: int | None = None  # additive score's hidden width; None = key width
-    window: int = 5  # local: half-width D of the window
-    local_mode: LocalMode = LocalMode.predictive  # local-p | local-m (monotonic)
-    gumbel_tau: float = 1.0  # hard: Gumbel-softmax temperature while training
-    cosine_scale: float | None = None  # cosine: fixed scale gamma; None = learnable
     dropout: float = 0.0  # on the attention weights, training only
 
 
@@ -73,11 +75,14 @@ class Attention(MemoryAttention):
     kernel, no weights materialised); otherwise the weights are computed explicitly with
     the same math and returned, shaped `(batch, heads, tgt_len, src_len)`.
 
-    The additive score's `hidden_dim` defaults to the key width it sees (`key_dim` with
-    one head, `head_dim` per head with several). Options that do not apply to the chosen score / region (e.g. `window` with
-    `region="soft"`, `head_dim` with one head) are ignored. Dropout acts on the weights
-    that multiply the values, in training only; the returned weights are before dropout.
-    A query with no visible key gets an all-zero context and all-zero weights.
+    `score` and `region` are registered names or nodes `{name, **options}` (`score={"name":
+    "additive", "hidden_dim": 64}`); an option the chosen component does not have is an
+    OptionError, a ValueError naming it. The widths a score or region sees are per head:
+    the additive score's `hidden_dim` defaults to `key_dim` with one head, `head_dim` with
+    several. `head_dim` with one head is ignored. Dropout acts on the weights that
+    multiply the values, in training only; the returned weights are before dropout.
+    A query with no visible key gets all-zero weights and, with one head, an all-zero
+    context (with several heads the output projection adds its bias to the zero heads).
 
     `recording_weights([module, ...])` makes `attend` compute the weights explicitly even
     when they are not asked for (the Transformer's self-attention) and keep them, for
@@ -90,39 +95,25 @@ class Attention(MemoryAttention):
         key_dim: int,
         value_dim: int | None = None,
         *,
-        score: str = "additive",
-        region: str = "soft",
+        score: str | Mapping[str, Any] = "additive",
+        region: str | Mapping[str, Any] = "soft",
         heads: int = 1,
         head_dim: int | None = None,
-        hidden_dim: int | None = None,
-        window: int = 5,
-        local_mode: str = "predictive",
-        gumbel_tau: float = 1.0,
-        cosine_scale: float | None = None,
         dropout: float = 0.0,
     ):
         super().__init__()
         value_dim = key_dim if value_dim is None else value_dim
         check_sizes(query_dim=query_dim, key_dim=key_dim, value_dim=value_dim, heads=heads)
-        if hidden_dim is not None:
-            check_sizes(hidden_dim=hidden_dim)
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.query_dim, self.key_dim, self.value_dim = query_dim, key_dim, value_dim
         self.output_dim = value_dim
         self.heads = heads
         self.dropout = dropout
-        self.score_name, self.region_name = score, region
         query_width, key_width = self._build_head_projections(head_dim)
-        options = dict(
-            hidden_dim=hidden_dim,
-            cosine_scale=cosine_scale,
-            window=window,
-            local_mode=local_mode,
-            gumbel_tau=gumbel_tau,
-        )
-        self.score = build_score(score, query_width, key_width, heads, **options)
-        self.region = build_region(region, query_width, heads, **options)
+        self.score = build_score(score, query_width, key_width, heads)
+        self.region = build_region(region, query_width, heads)
+        self.score_name, self.region_name = component_name(score), component_name(region)
         self.recorded: list[torch.Tensor] | None = None  # set by `recording_weights`
 
     def _build_head_projections(self, head_dim: int | None) -> tuple[int, int]:
@@ -157,13 +148,15 @@ class Attention(MemoryAttention):
             inner = heads * width
             per_query = linear(batch * queries, dim, inner) + linear(batch * queries, inner, dim)
             projections = per_query + 2 * linear(batch * keys, dim, inner)
-        score = registry.get("score", node["score"])
-        region = registry.get("region", node["region"])
+        score = component_node("score", node["score"])  # {name, **options}
+        region = component_node("region", node["region"])
+        score_flops = registry.get("score", score.pop("name")).flops
+        region_flops = registry.get("region", region.pop("name")).flops
         rows = batch * heads
         return (
             projections
-            + score.flops(rows, queries, keys, width, **score.chosen(node))
-            + region.flops(rows * queries, width, **region.chosen(node))
+            + score_flops(rows, queries, keys, width, **score)
+            + region_flops(rows * queries, width, **region)
             + 2 * rows * queries * keys * width  # context Σ α v
         )
 

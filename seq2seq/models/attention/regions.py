@@ -13,14 +13,20 @@ same shape as the scores. Hidden keys get exactly 0; a row with no visible key g
 zeros (never NaN).
 
 Each region is registered under its name (`seq2seq.registry`, group "region") with the
-AttentionConfig keys it reads (`options`) and its FLOP formula, the static method `flops`.
-Every region is built as `cls(query_width, heads, **options)`.
+dataclass of its options (`options=LocalOptions`; none for a region without options) and
+its FLOP formula, the static method `flops`. Its options are the node `attention.region`
+(`{name: local, window: 3, mode: monotonic}`, `seq2seq.models.attention.options`), and every
+region is built as `cls(query_width, heads, **options)` by `build_region`, which checks them
+against the dataclass first.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 import entmax
 import torch
@@ -28,7 +34,9 @@ from torch import nn
 
 from seq2seq import registry
 from seq2seq.models.attention.heads import HeadLinear
+from seq2seq.models.attention.options import component_node
 from seq2seq.models.costs import linear
+from seq2seq.option_rules import at_least, greater_than
 
 LOCAL_MODES = ("predictive", "monotonic")
 LocalMode = Enum("LocalMode", {mode: mode for mode in LOCAL_MODES})  # the schema's choice
@@ -156,7 +164,14 @@ class Entmax15Region(EntmaxRegion):
     alpha = 1.5
 
 
-@registry.register("region", "hard", options=("gumbel_tau",))
+@dataclass
+class HardOptions:
+    """`attention.region` of the hard region."""
+
+    gumbel_tau: float = field(default=1.0, metadata=greater_than(0))  # τ while training
+
+
+@registry.register("region", "hard", options=HardOptions)
 class HardRegion(Region):
     """Exactly one key per query gets weight 1 (the notes' hard attention).
 
@@ -170,8 +185,6 @@ class HardRegion(Region):
 
     def __init__(self, query_width: int, heads: int, gumbel_tau: float = 1.0):
         super().__init__(query_width, heads)
-        if not gumbel_tau > 0:
-            raise ValueError(f"gumbel_tau must be > 0, got {gumbel_tau}")
         self.tau = gumbel_tau
 
     def forward(self, scores, visible, query, query_positions, lengths):
@@ -181,14 +194,22 @@ class HardRegion(Region):
         return one_hot_argmax(soft, visible) + (soft - soft.detach())
 
 
-@registry.register("region", "local", options=("window", "local_mode"))
+@dataclass
+class LocalOptions:
+    """`attention.region` of local attention."""
+
+    window: int = field(default=5, metadata=at_least(1))  # half-width D of the window
+    mode: LocalMode = LocalMode.predictive  # local-p | local-m (monotonic)
+
+
+@registry.register("region", "local", options=LocalOptions)
 class LocalRegion(Region):
     """Local attention (Luong et al. 2015, §3.2): attend only to keys in `[p_t − D, p_t + D]`.
 
-    * local-m (`local_mode="monotonic"`): `p_t = t`, the query position, clipped to `S_len − 1`;
+    * local-m (`mode="monotonic"`): `p_t = t`, the query position, clipped to `S_len − 1`;
       the weights are the softmax of the scores inside the window (Luong eq. 7 restricted
       to the window).
-    * local-p (`local_mode="predictive"`): `p_t = (S_len − 1) · sigmoid(v_pᵀ tanh(W_p h_t))`
+    * local-p (`mode="predictive"`): `p_t = (S_len − 1) · sigmoid(v_pᵀ tanh(W_p h_t))`
       (eq. 9, 0-based so the centre stays on a real key), and
       `α_t(s) = softmax_window(score)_s · exp(−(s − p_t)² / (2σ²))`, σ = D/2 (eq. 10).
 
@@ -199,20 +220,12 @@ class LocalRegion(Region):
     centre from its own query.
     """
 
-    def __init__(
-        self, query_width: int, heads: int, window: int = 5, local_mode: str = "predictive"
-    ):
+    def __init__(self, query_width: int, heads: int, window: int = 5, mode: str = "predictive"):
         super().__init__(query_width, heads)
-        if local_mode not in LOCAL_MODES:
-            raise ValueError(f"local_mode must be one of {LOCAL_MODES}, got {local_mode!r}")
-        if not (isinstance(window, int) and window >= 1):
-            raise ValueError(
-                f"window (half-width D of local attention) must be an int >= 1, got {window!r}"
-            )
         self.window = window
-        self.mode = local_mode
+        self.mode = mode
         self.sigma = window / 2
-        if local_mode == "predictive":
+        if mode == "predictive":
             self.centre_map = HeadLinear(heads, query_width, query_width, bias=False)  # W_p
             bound = 1.0 / math.sqrt(query_width)
             self.centre_out = nn.Parameter(
@@ -241,17 +254,19 @@ class LocalRegion(Region):
         return last_key * torch.sigmoid(logit.to(dtype))
 
     @staticmethod
-    def flops(query_rows: int, width: int, window: int = 5, local_mode: str = "predictive") -> int:
+    def flops(query_rows: int, width: int, window: int = 5, mode: str = "predictive") -> int:
         """local-p's centre predictor `v_pᵀ tanh(W_p h_t)` (eq. 9) per query; local-m has no
         products of its own. The scores are counted over the whole source, like soft, so
         the window does not change the count."""
-        if local_mode != "predictive":
+        if mode != "predictive":
             return 0
         return linear(query_rows, width, width) + 2 * query_rows * width
 
 
-def build_region(name: str, query_width: int, heads: int, **options) -> Region:
-    """The registered region `name`; of `options` (the AttentionConfig keys) it gets those
-    it declares. UnknownComponent lists the names."""
-    component = registry.get("region", name)
-    return component.builder(query_width, heads, **component.chosen(options))
+def build_region(node: str | Mapping[str, Any], query_width: int, heads: int) -> Region:
+    """The region `node` chooses (a registered name, or `{name, **options}`), with its
+    options checked and completed (`component_node`: an OptionError names the bad key and
+    lists the registered names)."""
+    options = component_node("region", node)
+    component = registry.get("region", options.pop("name"))
+    return component.builder(query_width, heads, **options)

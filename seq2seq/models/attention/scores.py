@@ -6,13 +6,19 @@ src_len)`. Whatever depends only on the keys is done in `project_keys`, which de
 call once per sentence, so each decoding step only touches the query.
 
 Each score is registered under its name (`seq2seq.registry`, group "score") with the
-AttentionConfig keys it reads (`options`) and its FLOP formula, the static method `flops`.
-Every score is built as `cls(query_width, key_width, heads, **options)`.
+dataclass of its options (`options=AdditiveOptions`; none for a score without options) and
+its FLOP formula, the static method `flops`. Its options are the node `attention.score`
+(`{name: additive, hidden_dim: 64}`, `seq2seq.models.attention.options`), and every score is
+built as `cls(query_width, key_width, heads, **options)` by `build_score`, which checks
+them against the dataclass first.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -20,7 +26,9 @@ from torch import nn
 
 from seq2seq import registry
 from seq2seq.models.attention.heads import HeadLinear
+from seq2seq.models.attention.options import component_node
 from seq2seq.models.costs import linear
+from seq2seq.option_rules import at_least, greater_than
 
 
 class Score(nn.Module):
@@ -122,7 +130,14 @@ class GeneralScore(DotProductScore):
         return linear(rows * keys, width, width) + DotProductScore.flops(rows, queries, keys, width)
 
 
-@registry.register("score", "additive", options=("hidden_dim",))
+@dataclass
+class AdditiveOptions:
+    """`attention.score` of the additive score."""
+
+    hidden_dim: int | None = field(default=None, metadata=at_least(1))  # A; None = key width
+
+
+@registry.register("score", "additive", options=AdditiveOptions)
 class AdditiveScore(Score):
     """`s(q, k) = vᵀ tanh(W q + U k + b)`  (Bahdanau et al. 2015, eq. 6; Luong's "concat").
 
@@ -159,26 +174,30 @@ class AdditiveScore(Score):
         return mapped + 2 * rows * queries * keys * hidden
 
 
-@registry.register("score", "cosine", options=("cosine_scale",))
+@dataclass
+class CosineOptions:
+    """`attention.score` of the cosine score."""
+
+    scale: float | None = field(default=None, metadata=greater_than(0))  # γ; None = learnable
+
+
+@registry.register("score", "cosine", options=CosineOptions)
 class CosineScore(DotProductScore):
     """`s(q, k) = γ · qᵀ k / (‖q‖ ‖k‖)`  (cosine similarity, the notes' "cos 相似度").
 
     A cosine lies in [-1, 1], so without a scale the softmax could never be sharp: γ is a
-    fixed number (`cosine_scale`) or, when it is None, a learnable scalar per head started
-    at 10. When query and key widths differ the keys are first mapped to the query width
-    by a learned linear map (no bias), inside `project_keys`.
+    fixed number (`attention.score.scale`) or, when it is None, a learnable scalar per head
+    started at 10. When query and key widths differ the keys are first mapped to the query
+    width by a learned linear map (no bias), inside `project_keys`. γ is folded into the
+    query (`dot_query`), so the fused kernel's `self.scale` stays 1.
     """
 
-    def __init__(
-        self, query_width: int, key_width: int, heads: int, cosine_scale: float | None = None
-    ):
+    def __init__(self, query_width: int, key_width: int, heads: int, scale: float | None = None):
         super().__init__()
-        if cosine_scale is not None and not cosine_scale > 0:
-            raise ValueError(f"cosine_scale must be > 0 or None (learnable), got {cosine_scale}")
         needs_map = query_width != key_width
         self.key_map = HeadLinear(heads, key_width, query_width, bias=False) if needs_map else None
-        gamma = torch.full((heads, 1, 1), 10.0 if cosine_scale is None else float(cosine_scale))
-        if cosine_scale is None:
+        gamma = torch.full((heads, 1, 1), 10.0 if scale is None else float(scale))
+        if scale is None:
             self.gamma = nn.Parameter(gamma)
         else:
             self.register_buffer("gamma", gamma)
@@ -192,8 +211,12 @@ class CosineScore(DotProductScore):
         return F.normalize(query, dim=-1) * self.gamma  # γ folded into the query: scale stays 1
 
 
-def build_score(name: str, query_width: int, key_width: int, heads: int, **options) -> Score:
-    """The registered score `name` for the given per-head widths; of `options` (the
-    AttentionConfig keys) it gets those it declares. UnknownComponent lists the names."""
-    component = registry.get("score", name)
-    return component.builder(query_width, key_width, heads, **component.chosen(options))
+def build_score(
+    node: str | Mapping[str, Any], query_width: int, key_width: int, heads: int
+) -> Score:
+    """The score `node` chooses (a registered name, or `{name, **options}`) for the given
+    per-head widths, with its options checked and completed (`component_node`: an
+    OptionError names the bad key and lists the registered names)."""
+    options = component_node("score", node)
+    component = registry.get("score", options.pop("name"))
+    return component.builder(query_width, key_width, heads, **options)

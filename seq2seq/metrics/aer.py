@@ -1,4 +1,4 @@
-"""Precision, recall and alignment error rate of word links.
+"""Precision, recall and alignment error rate of word links; AER as a validation metric.
 
 Och & Ney 2003, "A Systematic Comparison of Various Statistical Alignment Models",
 Computational Linguistics 29(1). With A the proposed links, S the sure and P the
@@ -12,14 +12,35 @@ A proposed link is right when it is possible; a sure link is found when it is pr
 Every count is summed over the corpus before dividing (micro-averaged, as AER is always
 reported), so long sentences weigh more than short ones. A ratio whose denominator is 0
 (no link proposed, no sure gold link) is undefined: None.
+
+A sentence's links are anything with `sure` and `possible` sets of (source word, target
+word) pairs, S ⊆ P: `seq2seq.align.pharaoh.Links` (a proposed alignment has only sure
+links, all of them also possible). The metric `aer` (lower is better) is reported by the
+AER hook on the valid part of a hand-aligned gold set (`seq2seq.visualise.hooks`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Protocol
 
-from seq2seq.align.pharaoh import Links
+from seq2seq.metrics.base import HookMetric, validation_metric
+
+
+class Links(Protocol):
+    """The links of one sentence pair (`seq2seq.align.pharaoh.Links`)."""
+
+    sure: frozenset[tuple[int, int]]
+    possible: frozenset[tuple[int, int]]
+
+
+@validation_metric("aer", higher_is_better=False, label="AER")
+class Aer(HookMetric):
+    """AER of the teacher-forced attention (last layer, head mean, argmax links) on the
+    gold set's valid part; reported by the AER hook."""
+
+    digits = 4
 
 
 @dataclass(frozen=True)

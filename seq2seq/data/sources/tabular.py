@@ -1,0 +1,164 @@
+"""`data.kind=parallel`: a tab-separated corpus file, plain or a zip member, split by hashes.
+
+The manythings.org / Anki exports (`configs/data/tatoeba_*.yaml`) are such files: one pair
+a line, `English<TAB>other language<TAB>attribution`; `data.src_column`, `data.tgt_column`
+and `data.num_columns` say which column is which. The file is fetched once into
+`<root>/raw/` (`seq2seq.data.fetch`, pinned by `data.sha256` when set) and read as a stream
+(`seq2seq.data.corpus`): the clean pairs go to a temporary file while 32 bytes of hashes a
+pair are kept, the split is computed from the hashes with no sentence shared across train,
+valid and test (`seq2seq.data.hashsplit`), and a second stream writes the split files.
+Nothing grows with the corpus but the hashes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seq2seq import registry
+from seq2seq.data.config import DataConfig, check_positive, file_name_from_url
+from seq2seq.data.corpus import (
+    CorpusError,
+    CorpusStats,
+    Pair,
+    corpus_stats,
+    iter_pairs,
+)
+from seq2seq.data.fetch import fetch_verified, folder_lock, temporary_beside
+from seq2seq.data.hashsplit import LABELS, PairHashes, SplitAssignment, assign_splits
+from seq2seq.data.prepare import remove_stale_temporaries
+from seq2seq.data.sources.base import CorpusSource, LocatedCorpus, sentence_converters
+from seq2seq.data.split import write_split_stream
+
+log = logging.getLogger(__name__)
+
+SHA256_PATTERN = re.compile(r"[0-9a-fA-F]{64}")
+
+
+@registry.register("source", "parallel")
+class TabularSource(CorpusSource):
+    """A tab-separated corpus file or zip member, fetched once, split by hashes."""
+
+    def validate(self, cfg: DataConfig) -> None:
+        file_name_from_url(cfg.url)
+        if cfg.sha256 is not None and not SHA256_PATTERN.fullmatch(str(cfg.sha256)):
+            raise ValueError(
+                f"data.sha256 must be null or 64 hexadecimal digits, got {cfg.sha256!r}"
+            )
+        check_positive("max_member_bytes", cfg.max_member_bytes)
+        _check_columns(cfg)
+        super().validate(cfg)
+        check_positive("valid_size", cfg.valid_size)
+        check_positive("test_size", cfg.test_size)
+        if cfg.max_pairs is not None and cfg.max_pairs <= cfg.valid_size + cfg.test_size:
+            raise ValueError(
+                f"data.max_pairs ({cfg.max_pairs}) must exceed data.valid_size + data.test_size"
+            )
+
+    def locate(self, cfg: DataConfig) -> LocatedCorpus:
+        """The fetched file in `<root>/raw/` and its sha256 (after removing what killed
+        fetches left there)."""
+        root = Path(cfg.root)
+        with folder_lock(root / "raw"):  # released before fetching, which takes it again
+            remove_stale_temporaries(root / "raw")
+        path, digest = fetch_verified(cfg.url, cfg.member or None, root=root, sha256=cfg.sha256)
+        return LocatedCorpus(digest, (path,))
+
+    def write_splits(self, cfg: DataConfig, corpus: LocatedCorpus, folder: Path) -> dict[str, Any]:
+        """Read and clean the corpus as a stream, split it, write the six split text files.
+
+        The clean pairs are written to a temporary file while their hashes are collected,
+        the split is computed from the hashes, and the pairs are read back and written to
+        their splits; nothing grows with the corpus but the hashes."""
+        (corpus_path,) = corpus.paths
+        stats = corpus_stats(corpus_path, cfg.member or None)
+        hashes = PairHashes()
+        with temporary_beside(folder / "clean_pairs.tsv") as clean:
+            with open(clean, "wb") as stream:
+                for src, tgt in _clean_pairs(cfg, corpus_path, stats):
+                    hashes.add(src, tgt)
+                    stream.write(f"{src}\t{tgt}\n".encode())
+            try:
+                split = assign_splits(
+                    hashes, valid_size=cfg.valid_size, test_size=cfg.test_size, seed=cfg.seed
+                )
+            except ValueError as error:  # valid + test sizes the corpus cannot fill
+                raise CorpusError(f"{corpus_path}: {error}") from error
+            del hashes
+            names = {label: name for name, label in LABELS.items()}
+            labels = (names.get(label) for label in split.labels.tolist())
+            write_split_stream(_read_clean(clean), labels, folder, (cfg.src_lang, cfg.tgt_lang))
+        log.info(
+            "split %s clean pairs of %s: %s",
+            f"{len(split.labels):,}", corpus_path.name,
+            ", ".join(f"{name} {count:,}" for name, count in _split_sizes(split).items()),
+        )  # fmt: skip
+        return _corpus_summary(stats, split)
+
+
+def _check_columns(cfg: DataConfig) -> None:
+    check_positive("num_columns", cfg.num_columns)
+    for key in ("src_column", "tgt_column"):
+        column = getattr(cfg, key)
+        if not 0 <= column < cfg.num_columns:
+            raise ValueError(
+                f"data.{key} must be in [0, data.num_columns={cfg.num_columns}), got {column}"
+            )
+    if cfg.src_column == cfg.tgt_column:
+        raise ValueError("data.src_column and data.tgt_column must differ")
+
+
+def _split_sizes(split: SplitAssignment) -> dict[str, int]:
+    """Pairs per split label (duplicates included), for the log."""
+    counts = np.bincount(split.labels, minlength=max(LABELS.values()) + 1)
+    sizes = {name: int(counts[label]) for name, label in LABELS.items()}
+    return {**sizes, "duplicates": split.duplicates_removed}
+
+
+def _clean_pairs(cfg: DataConfig, corpus_path: Path, stats: CorpusStats) -> Iterator[Pair]:
+    """Every clean pair of the corpus file; with data.max_pairs the rest of the file is
+    still read (its lines counted and checked), as before streaming."""
+    pairs = iter_pairs(
+        corpus_path,
+        stats,
+        member=cfg.member or None,
+        src_column=cfg.src_column,
+        tgt_column=cfg.tgt_column,
+        num_columns=cfg.num_columns,
+        max_malformed_share=cfg.max_malformed_share,
+        max_member_bytes=cfg.max_member_bytes,
+        max_line_bytes=cfg.max_line_bytes,
+        **sentence_converters(cfg),
+    )
+    if cfg.max_pairs is None:
+        yield from pairs
+        return
+    yield from itertools.islice(pairs, cfg.max_pairs)
+    for _ in pairs:  # read to the end: the line counts and the malformed check
+        pass
+
+
+def _read_clean(path: Path) -> Iterator[Pair]:
+    """The pairs of the temporary clean-pairs file, one `src<TAB>tgt` a line."""
+    with open(path, "rb") as stream:
+        for line in stream:
+            src, tgt = line.rstrip(b"\n").decode("utf-8").split("\t")
+            yield src, tgt
+
+
+def _corpus_summary(stats: CorpusStats, split: SplitAssignment) -> dict[str, Any]:
+    return {
+        "lines_read": stats.lines_read,
+        "malformed_skipped": stats.malformed,
+        "control_char_skipped": stats.control_chars,
+        "converted_to_simplified": stats.converted_to_simplified,
+        "duplicates_removed": split.duplicates_removed,
+        "sentence_groups": split.num_groups,
+        "near_duplicate_groups_joined": split.near_duplicates_joined,
+    }

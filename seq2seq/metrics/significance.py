@@ -1,0 +1,82 @@
+"""Paired bootstrap resampling of BLEU (Koehn 2004, as sacrebleu's `PairedTest` does it).
+
+`paired_bootstrap` tests whether systems differ from a baseline on the same test
+sentences and gives each system's 95% confidence interval of BLEU; the comparison of runs
+uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sacrebleu.significance import PairedTest
+
+from seq2seq.metrics.text import Bleu, check_corpus
+
+BOOTSTRAP_RESAMPLES = 1000
+SIGNIFICANCE_LEVEL = 0.05
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """One system's test BLEU under paired bootstrap resampling against a baseline.
+
+    bleu: the corpus BLEU; mean: its mean over the resamples; ci_low, ci_high: the 95%
+    confidence interval as sacrebleu gives it (mean ± half the width of the 2.5-97.5
+    percentile range of the resampled BLEU); p_value: the probability of a difference at
+    least this large under the null hypothesis of no difference (None for the baseline).
+    """
+
+    name: str
+    bleu: float
+    mean: float
+    ci_low: float
+    ci_high: float
+    p_value: float | None
+    signature: str
+
+    def significant(self, level: float = SIGNIFICANCE_LEVEL) -> bool:
+        return self.p_value is not None and self.p_value < level
+
+
+def paired_bootstrap(
+    systems: Sequence[tuple[str, Sequence[str]]],
+    references: Sequence[str],
+    tgt_lang: str,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> list[BootstrapResult]:
+    """Paired bootstrap resampling (Koehn 2004) of BLEU, with sacrebleu's `PairedTest`:
+    the first of the `(name, hypotheses)` systems is the baseline, each other one is tested
+    against it on the same `resamples` resamples of the sentences. One result per system,
+    in order; the baseline's has no p-value.
+
+    The resampling seed is sacrebleu's (12345, or the SACREBLEU_SEED environment
+    variable), so the p-values and intervals are reproducible. A system whose hypotheses
+    are the baseline's, line for line, gets p = 1: there is no difference to test
+    (sacrebleu's formula would give 1/(resamples + 1) there, as every resampled difference
+    equals the observed one).
+    """
+    if len(systems) < 1:
+        raise ValueError("paired_bootstrap needs at least the baseline system")
+    for _, hypotheses in systems:
+        check_corpus(list(hypotheses), list(references))
+    metric = Bleu().scorer(tgt_lang)
+    named = [(name, list(hypotheses)) for name, hypotheses in systems]
+    test = PairedTest(named, {"bleu": metric}, [list(references)], test_type="bs",
+                      n_samples=resamples)  # fmt: skip
+    signatures, scores = test()
+    (key,) = (name for name in scores if name != "System")
+    signature = str(signatures[key])
+    baseline = named[0][1]
+    found = []
+    for (name, hypotheses), result in zip(named, scores[key], strict=True):
+        p_value = result.p_value
+        if p_value is not None and hypotheses == baseline:
+            p_value = 1.0
+        found.append(BootstrapResult(
+            name, float(result.score), float(result.mean), float(result.mean - result.ci),
+            float(result.mean + result.ci), None if p_value is None else float(p_value), signature,
+        ))  # fmt: skip
+    return found
