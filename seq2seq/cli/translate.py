@@ -6,6 +6,12 @@
     seq2seq-translate CHECKPOINT -i input.zh --alignments  # translation<TAB>0-0 1-2 ...
     seq2seq-translate CHECKPOINT "我爱中国。" "你好。" --html align.html   # attention viewer
     seq2seq-translate RUN/checkpoints/best.pt --probes --html probes.html
+    seq2seq-translate --engine ctranslate2 OUT/ "我爱中国。"   # a seq2seq-export folder
+
+`--engine ctranslate2` translates with a folder written by `seq2seq-export --format
+ctranslate2` instead of a checkpoint, with the same search settings (`seq2seq.export.engine`);
+it gives no attention weights, so `--alignments`, `--html`, `--plot`, `--show-attention`
+and `--probes` are refused with it.
 
 `--alignments` reads the links from the attention the checkpoint names: a guided model's
 guided head, else the layer and head training chose on the valid gold pairs, else the
@@ -171,6 +177,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="translate the built-in probe sentences of the checkpoint's language pair",
     )
+    parser.add_argument(
+        "--engine",
+        choices=["pytorch", "ctranslate2"],
+        default="pytorch",
+        help="pytorch: the checkpoint with the project's search; ctranslate2: CHECKPOINT is "
+        "a seq2seq-export folder (default %(default)s)",
+    )
     return parser
 
 
@@ -179,11 +192,38 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     cannot be written, before the checkpoint is loaded."""
     if args.probes and (args.sentences or args.input):
         parser.error("--probes translates the probe sentences: give no sentences or --input")
+    if args.engine == "ctranslate2":
+        given = [option for option, value in PYTORCH_ONLY_OPTIONS.items() if getattr(args, value)]
+        if given:
+            parser.error(
+                f"{given[0]} needs --engine pytorch (CTranslate2 gives no attention weights)"
+            )
     if args.html is not None:
         if args.html.is_dir():
             parser.error(f"--html {args.html}: is a folder; give a file name such as align.html")
         if not args.html.parent.is_dir():
             parser.error(f"--html {args.html}: the folder {args.html.parent} does not exist")
+
+
+# Options that need the PyTorch engine: attention weights, the checkpoint's config or code.
+PYTORCH_ONLY_OPTIONS = {"--alignments": "alignments", "--html": "html", "--plot": "plot",
+                  "--show-attention": "show_attention", "--probes": "probes",
+                  "--plugins": "plugins"}  # fmt: skip
+
+
+def translate_ctranslate2(args: argparse.Namespace, settings: SearchSettings, lines) -> int:
+    """`--engine ctranslate2`: translate with an export folder; 0, or 2 after one error line."""
+    from seq2seq.export import ExportError
+    from seq2seq.export.engine import CTranslate2Translator
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    try:
+        translator = CTranslate2Translator.load(args.checkpoint, args.device)
+    except ExportError as error:
+        print(f"seq2seq-translate: {one_line(error)}", file=sys.stderr)
+        return 2
+    print_translations(translator.translate(lines, settings), settings.n_best, None, False)
+    return 0
 
 
 def checkpoint_probes(translator: Translator) -> list[Probe]:
@@ -290,6 +330,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = [] if args.probes else read_lines(args)
     except InputError as error:
         parser.error(str(error))
+    if args.engine == "ctranslate2":
+        return translate_ctranslate2(args, settings, lines)
     translator = load_translator(args, "seq2seq-translate")
     if translator is None:
         return 2

@@ -1,0 +1,59 @@
+"""`seq2seq-export`: a Transformer checkpoint as a CTranslate2 model folder.
+
+    seq2seq-export RUN/checkpoints/best.pt --format ctranslate2 OUT/
+    seq2seq-export RUN/checkpoints/best.pt --format ctranslate2 --quantization int8 OUT/
+    seq2seq-translate --engine ctranslate2 OUT/ "我爱中国。"
+
+OUT/ holds CTranslate2's model.bin, config.json and vocabularies, the checkpoint's
+tokenisers (source.model, target.model) and seq2seq_export.json (`seq2seq.export`). A model
+CTranslate2 cannot express (a non-Transformer family, a score other than scaled_dot, a
+region other than soft) is refused in one line saying why. Every error is one line on
+stderr and exit code 2. Needs the `export` extra: pip install 'seq2seq-attention[export]'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from seq2seq.build import ConfigError
+from seq2seq.checkpoint import CheckpointError
+from seq2seq.cli.translate import OneLineParser, one_line, plugin_argument
+from seq2seq.export import QUANTIZATIONS, ExportError, export_ctranslate2
+from seq2seq.plugins import PluginError, import_plugins
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="seq2seq-export", description=__doc__.split("\n")[0])
+    parser.add_argument("checkpoint", type=Path, help="a .pt checkpoint written by seq2seq-train")
+    parser.add_argument("out", type=Path, help="the folder to write the exported model into")
+    parser.add_argument("--format", required=True, choices=["ctranslate2"], help="the engine")
+    parser.add_argument(
+        "--quantization", default="float32", choices=QUANTIZATIONS,
+        help="how the weights are stored (default %(default)s)",
+    )  # fmt: skip
+    parser.add_argument("--force", action="store_true", help="replace a non-empty OUT folder")
+    plugin_argument(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    try:
+        import_plugins(args.plugins)
+        out = export_ctranslate2(args.checkpoint, args.out, args.quantization, args.force)
+    except (CheckpointError, ConfigError, PluginError, ExportError) as error:
+        print(f"seq2seq-export: {one_line(error)}", file=sys.stderr)
+        return 2
+    print(
+        f"seq2seq-export: {args.quantization} CTranslate2 model written to {out}", file=sys.stderr
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

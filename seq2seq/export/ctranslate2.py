@@ -1,0 +1,304 @@
+"""A Transformer checkpoint as a CTranslate2 model (`ctranslate2.specs.TransformerSpec`).
+
+The project's pre-LN Transformer is the block CTranslate2 runs with `pre_norm=True`::
+
+    encoder  h⁰ = √d·E[x] + P          hˡ = hˡ⁻¹ + SelfAttn(LN(hˡ⁻¹)); hˡ += FFN(LN(hˡ))
+             memory = LN(hᴸ)
+    decoder  like the encoder, with CrossAttn(LN(y), memory) between the two sublayers,
+             then LN and the output projection W_out y + b_out
+
+so the export is a renaming of weights (`MAPPING` below), with the multi-head projections
+fused the way CTranslate2 stores them (self-attention: [W_Q; W_K; W_V] and W_O;
+cross-attention: W_Q, [W_K; W_V] and W_O). What it writes explicitly, so that nothing is left
+to CTranslate2's defaults: the position table (the sinusoids of `sinusoid_table`, or the
+learned table), √d embedding scaling only when the model scales (`model.scale_embeddings`),
+the LayerNorm epsilon, ReLU, and the output projection with its bias (tied or not to the
+target embeddings, it is written as a matrix of its own). A single-head attention, which in
+this project has no projections, is written with identity projections.
+
+What CTranslate2 cannot run is refused with one ExportError line naming why: a
+non-Transformer encoder or decoder, a cross-attention score other than scaled_dot or a
+region other than soft, cross-attention heads that differ from the decoder's self-attention
+heads, or a width change (embed_dim ≠ hidden_size, encoder width ≠ decoder width) that needs
+a projection CTranslate2 has no place for.
+
+The folder holds, beside CTranslate2's `model.bin`, `config.json` and vocabularies, the
+checkpoint's tokenisers (`source.model` / `target.model` for sentencepiece) and
+`seq2seq_export.json`, which `seq2seq.export.engine` reads to tokenise and to bound lengths.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from seq2seq.inference import Translator
+from seq2seq.models.attention import Attention
+from seq2seq.models.decoders.transformer import TransformerDecoder
+from seq2seq.models.encoders.transformer import TransformerEncoder
+from seq2seq.special_tokens import BOS_PIECE, EOS_PIECE, UNK_PIECE
+
+QUANTIZATIONS = ("float32", "int8", "int16")
+EXPORT_FORMAT = 1
+META_FILE = "seq2seq_export.json"
+TOKENIZER_SUFFIX = {"sentencepiece": "model", "symbols": "json"}
+INSTALL_HINT = "pip install 'seq2seq-attention[export]' (the ctranslate2 package)"
+
+
+class ExportError(ValueError):
+    """A checkpoint, option or folder the export cannot use; the message is one line."""
+
+
+def import_ctranslate2():
+    """The `ctranslate2` module, or ExportError saying how to install it."""
+    try:
+        import ctranslate2
+    except ImportError as error:
+        raise ExportError(f"ctranslate2 is not installed: {INSTALL_HINT}") from error
+    return ctranslate2
+
+
+# ---------------------------------------------------------------- what can be exported
+
+
+def check_exportable(model: nn.Module, config: Any) -> None:
+    """ExportError (one line) for the first part of the model CTranslate2 cannot express."""
+    encoder, decoder = model.encoder, model.decoder
+    if not isinstance(encoder, TransformerEncoder) or not isinstance(decoder, TransformerDecoder):
+        raise ExportError(
+            "the CTranslate2 export needs encoder=transformer and decoder=transformer; this "
+            f"checkpoint has encoder={_family(config.encoder)} decoder={_family(config.decoder)}"
+        )
+    for name, part in (("encoder", encoder.input_projection), ("decoder", decoder.input_proj)):
+        if not isinstance(part, nn.Identity):
+            raise ExportError(
+                f"model.embed_dim differs from {name}.hidden_size: CTranslate2 has no input "
+                "projection after the embeddings"
+            )
+    if not isinstance(model.bridge.memory_proj, nn.Identity):
+        raise ExportError(
+            "encoder.hidden_size differs from decoder.hidden_size: CTranslate2 has no "
+            "projection between encoder and decoder"
+        )
+    for layer in decoder.layers:
+        _check_cross_attention(layer.cross_attention, layer.self_attention.heads)
+    for layer in [*encoder.layers, *decoder.layers]:
+        if not isinstance(layer.feed_forward.activation, nn.ReLU):
+            raise ExportError("only the ReLU feed-forward block can be exported")
+    epsilons = {norm.eps for norm in model.modules() if isinstance(norm, nn.LayerNorm)}
+    if len(epsilons) != 1:
+        raise ExportError(
+            f"the LayerNorms differ in epsilon ({sorted(epsilons)}); CTranslate2 has one"
+        )
+
+
+def _check_cross_attention(attention: nn.Module, self_heads: int) -> None:
+    if not isinstance(attention, Attention):
+        raise ExportError(
+            f"the cross-attention is {type(attention).__name__}; CTranslate2 runs "
+            "attention=scaled_dot or multihead (scaled_dot score, soft region)"
+        )
+    if attention.score_name != "scaled_dot":
+        raise ExportError(
+            f"attention.score={attention.score_name}: CTranslate2 computes only the "
+            "scaled_dot score softmax(QKᵀ/√d)"
+        )
+    if attention.region_name != "soft":
+        raise ExportError(
+            f"attention.region={attention.region_name}: CTranslate2 computes only the soft "
+            "region (softmax over every source position)"
+        )
+    if attention.heads != self_heads:
+        raise ExportError(
+            f"attention.heads={attention.heads} differs from decoder.heads={self_heads}: "
+            "CTranslate2 uses one head count per decoder"
+        )
+    if attention.heads > 1 and attention.query_proj.out_features != attention.query_dim:
+        raise ExportError(
+            "attention.head_dim × heads differs from decoder.hidden_size; CTranslate2 "
+            "needs head_dim = hidden_size / heads"
+        )
+
+
+def _family(node: Any) -> str:
+    """`gru` of `seq2seq.models.encoders.GRUEncoder`-like targets, for the refusal line."""
+    target = str(node.get("_target_", "?")).rsplit(".", 1)[-1]
+    for suffix in ("Encoder", "Decoder"):
+        target = target.removesuffix(suffix)
+    return target.lower() or "?"
+
+
+# ---------------------------------------------------------------- the spec
+
+
+def transformer_spec(model: nn.Module, vocabularies: tuple[list[str], list[str]]):
+    """The model as a filled `ctranslate2.specs.TransformerSpec` (check_exportable first)."""
+    ctranslate2 = import_ctranslate2()
+    specs = ctranslate2.specs
+    encoder, decoder = model.encoder, model.decoder
+    spec = specs.TransformerSpec(
+        specs.TransformerEncoderSpec(
+            len(encoder.layers), encoder.layers[0].self_attention.heads, pre_norm=True
+        ),
+        specs.TransformerDecoderSpec(
+            len(decoder.layers), decoder.layers[0].self_attention.heads, pre_norm=True
+        ),
+    )
+    _set_inputs(spec.encoder, model.src_embed, encoder.positions)
+    _set_inputs(spec.decoder, model.tgt_embed, decoder.positions)
+    _set_norm(spec.encoder.layer_norm, encoder.final_norm)
+    _set_norm(spec.decoder.layer_norm, decoder.final_norm)
+    for layer_spec, layer in zip(spec.encoder.layer, encoder.layers):
+        _set_self_attention(layer_spec.self_attention, layer.self_attention, layer.attention_norm)
+        _set_ffn(layer_spec.ffn, layer.feed_forward, layer.feed_forward_norm)
+    for layer_spec, layer in zip(spec.decoder.layer, decoder.layers):
+        _set_self_attention(layer_spec.self_attention, layer.self_attention, layer.self_norm)
+        _set_cross_attention(layer_spec.attention, layer.cross_attention, layer.cross_norm)
+        _set_ffn(layer_spec.ffn, layer.feed_forward, layer.ff_norm)
+    _set_linear(spec.decoder.projection, model.generator.weight, model.generator.bias)
+    eps = next(norm.eps for norm in model.modules() if isinstance(norm, nn.LayerNorm))
+    spec.config.layer_norm_epsilon = float(eps)
+    spec.config.unk_token, spec.config.bos_token = UNK_PIECE, BOS_PIECE
+    spec.config.eos_token, spec.config.decoder_start_token = EOS_PIECE, BOS_PIECE
+    spec.config.add_source_bos = spec.config.add_source_eos = False  # the engine adds EOS
+    spec.register_source_vocabulary(vocabularies[0])
+    spec.register_target_vocabulary(vocabularies[1])
+    return spec
+
+
+def _array(tensor: torch.Tensor):
+    return tensor.detach().to("cpu", torch.float32).contiguous().numpy().copy()
+
+
+def _set_inputs(spec, embedding, positions) -> None:
+    """Embeddings, √d scaling exactly when the model scales, and the full position table."""
+    tables = spec.embeddings if isinstance(spec.embeddings, list) else [spec.embeddings]
+    tables[0].weight = _array(embedding.embedding.weight)  # (vocab, d); the encoder has a list
+    scaled = embedding.scale != 1.0
+    if scaled and not math.isclose(embedding.scale, math.sqrt(embedding.dim)):
+        raise ExportError(f"embedding scale {embedding.scale} is not √d; CTranslate2 scales by √d")
+    spec.scale_embeddings = scaled
+    spec.position_encodings.encodings = _array(positions.table())  # (max_positions, d)
+
+
+def _set_norm(spec, norm: nn.LayerNorm) -> None:
+    spec.gamma, spec.beta = _array(norm.weight), _array(norm.bias)
+
+
+def _set_linear(spec, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
+    spec.weight = _array(weight)  # (out, in), torch's layout
+    if bias is not None:
+        spec.bias = _array(bias)
+
+
+def _projections(attention: Attention) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(weight, bias) of W_Q, W_K, W_V, W_O; identity maps for a single head, which has none."""
+    if attention.heads > 1:
+        parts = (attention.query_proj, attention.key_proj, attention.value_proj,
+                 attention.output_proj)  # fmt: skip
+        return [(part.weight, part.bias) for part in parts]
+    width = attention.query_dim
+    identity = (torch.eye(width), torch.zeros(width))
+    return [identity] * 4
+
+
+def _fused(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]):
+    weights = torch.cat([weight for weight, _ in pairs], dim=0)  # (k · out, in)
+    return weights, torch.cat([bias for _, bias in pairs], dim=0)
+
+
+def _set_self_attention(spec, attention: Attention, norm: nn.LayerNorm) -> None:
+    query, key, value, output = _projections(attention)
+    _set_linear(spec.linear[0], *_fused([query, key, value]))
+    _set_linear(spec.linear[1], *output)
+    _set_norm(spec.layer_norm, norm)
+
+
+def _set_cross_attention(spec, attention: Attention, norm: nn.LayerNorm) -> None:
+    query, key, value, output = _projections(attention)
+    _set_linear(spec.linear[0], *query)
+    _set_linear(spec.linear[1], *_fused([key, value]))
+    _set_linear(spec.linear[2], *output)
+    _set_norm(spec.layer_norm, norm)
+
+
+def _set_ffn(spec, feed_forward, norm: nn.LayerNorm) -> None:
+    _set_norm(spec.layer_norm, norm)
+    _set_linear(spec.linear_0, feed_forward.expand.weight, feed_forward.expand.bias)
+    _set_linear(spec.linear_1, feed_forward.contract.weight, feed_forward.contract.bias)
+
+
+# ---------------------------------------------------------------- the folder
+
+
+def vocabulary(tokenizer) -> list[str]:
+    """The pieces of ids 0..V-1, which CTranslate2 maps back to those ids; ExportError when
+    two ids share a piece (CTranslate2 looks tokens up by their text)."""
+    pieces = [tokenizer.id_to_piece(index) for index in range(tokenizer.vocab_size)]
+    if len(set(pieces)) != len(pieces):
+        raise ExportError(
+            "the tokeniser has two ids with the same piece; CTranslate2 needs unique pieces"
+        )
+    return pieces
+
+
+def export_ctranslate2(
+    checkpoint: str | Path, out_dir: str | Path, quantization: str = "float32", force: bool = False
+) -> Path:
+    """Convert `checkpoint` (loaded by `Translator.load`: weights_only, validated) into the
+    CTranslate2 folder `out_dir`, weights stored as `quantization`; ExportError (one line)
+    when the model or the folder cannot be used. CheckpointError comes from the loader."""
+    if quantization not in QUANTIZATIONS:
+        raise ExportError(
+            f"--quantization must be one of {', '.join(QUANTIZATIONS)}, got {quantization!r}"
+        )
+    out_dir = Path(out_dir)
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())) and not force:
+        raise ExportError(
+            f"{out_dir} exists and is not an empty folder; pass --force to replace it"
+        )
+    import_ctranslate2()
+    translator = Translator.load(checkpoint, "cpu")
+    check_exportable(translator.model, translator.config)
+    tokenizers = (translator.src_tokenizer, translator.tgt_tokenizer)
+    spec = transformer_spec(
+        translator.model, (vocabulary(tokenizers[0]), vocabulary(tokenizers[1]))
+    )
+    spec.validate()
+    spec.optimize(quantization=quantization)
+    if out_dir.exists():
+        shutil.rmtree(out_dir) if out_dir.is_dir() else out_dir.unlink()
+    out_dir.mkdir(parents=True)
+    spec.save(str(out_dir))
+    _write_side_files(out_dir, translator, quantization, Path(checkpoint).name)
+    return out_dir
+
+
+def _write_side_files(out_dir: Path, translator: Translator, quantization: str, name: str) -> None:
+    """The tokenisers as their own files, and what the engine needs to search as the
+    project does (`seq2seq_export.json`)."""
+    sides = {}
+    for side, stem, tokenizer in (("src", "source", translator.src_tokenizer),
+                                  ("tgt", "target", translator.tgt_tokenizer)):  # fmt: skip
+        file_name = f"{stem}.{TOKENIZER_SUFFIX.get(tokenizer.kind, 'bin')}"
+        (out_dir / file_name).write_bytes(tokenizer.to_bytes())
+        sides[side] = {"kind": tokenizer.kind, "lang": tokenizer.lang, "file": file_name}
+    meta = {
+        "format": EXPORT_FORMAT,
+        "engine": "ctranslate2",
+        "quantization": quantization,
+        "checkpoint": name,
+        "tokenizers": sides,
+        "max_source_len": translator.max_source_len,
+        "decoder_positions": translator.model.decoder.positions.max_positions,
+        "src_lang": str(translator.config.data.src_lang),
+        "tgt_lang": str(translator.config.data.tgt_lang),
+    }
+    (out_dir / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
