@@ -5,7 +5,9 @@ seconds on the toy reverse task, tokenised by a sentencepiece model (one piece p
 and saved as the trainer saves it. Its float32 export must give the project's own greedy
 output tokens on every one of 300 sentences and its beam-5 best hypothesis on all but 1%
 (the 5-best lists are compared and their differences bounded); int8 must keep the
-exact-match accuracy of beam 5 within 5 points of float32's.
+exact-match accuracy of beam 5 within 5 points of float32's. Its float32 greedy
+`--alignments` must give the PyTorch engine's links on nearly every sentence, both for the
+default head mean and for a chosen head (which the export moves first).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from helpers import compose_config, run_main
 from omegaconf import OmegaConf
 
 from seq2seq.build import build_model
-from seq2seq.checkpoint import FORMAT_VERSION, save_checkpoint
+from seq2seq.checkpoint import FORMAT_VERSION, load_checkpoint, save_checkpoint
 from seq2seq.data.batching import collate
 from seq2seq.data.tokenizer import SubwordTokenizer
 from seq2seq.decoding import SearchSettings
@@ -194,9 +196,59 @@ def test_translate_engine_option_prints_translations(trained, capsys):
     lines = stdout.splitlines()
     assert len(lines) == 3 and lines[0].startswith("1\t") and lines[1].startswith("2\t")
     assert lines[2] == "1\t0.0000\t"  # the empty line
-    code, _, stderr = run_main(translate_cli.main, capsys, "--engine", "ctranslate2", out, "a",
+    for option in ("--show-attention", "--html=page.html", "--plot=a.png", "--probes"):
+        code, _, stderr = run_main(translate_cli.main, capsys, "--engine", "ctranslate2", out,
+                                   *(["a"] if option != "--probes" else []), option)  # fmt: skip
+        assert code == 2 and len(stderr.splitlines()) == 1, stderr
+        assert option.split("=")[0] in stderr
+
+
+@pytest.mark.parametrize("beam", ["1", "5"], ids=["greedy", "beam5"])
+@pytest.mark.parametrize(
+    "choice", [None, {"layer": 0, "head": 2, "aer": 0.5, "step": 0}], ids=["mean", "chosen"]
+)
+def test_float32_alignments_equal_the_pytorch_engines(
+    trained, sentences, tmp_path, capsys, choice, beam
+):
+    """Same output lines, `translation<TAB>links`, and the same line naming the head (the
+    last layer's head mean, or the stored choice). The attention agrees to 1e-6, so links
+    differ only where two source words' weights nearly tie, or (beam 5) where the best
+    hypotheses differ: none of 300 in each case when written; at most 2% may."""
+    checkpoint, out, _ = trained
+    if choice is not None:  # as the validation hook stores it: layer 0, head 2
+        payload = load_checkpoint(checkpoint)
+        payload["alignment_choice"] = choice
+        checkpoint, out = tmp_path / "chosen.pt", tmp_path / "out"
+        save_checkpoint(checkpoint, payload)
+        assert export_cli.main([str(checkpoint), str(out), "--format", "ctranslate2"]) == 0
+        capsys.readouterr()
+    found = {}
+    for engine, path in (("pytorch", checkpoint), ("ctranslate2", out)):
+        code, stdout, stderr = run_main(translate_cli.main, capsys, "--engine", engine, path,
+                                        *sentences, "", "--alignments", "--beam-size", beam)  # fmt: skip
+        assert code == 0, stderr
+        found[engine] = stdout.splitlines(), stderr.strip()
+    (ours, our_head), (theirs, their_head) = found["pytorch"], found["ctranslate2"]
+    assert their_head == our_head and ("head 2" in our_head) == (choice is not None)
+    assert len(theirs) == len(ours) == len(sentences) + 1 and ours[-1] == theirs[-1] == "\t"
+    assert [line.split("\t")[0] for line in theirs] == [line.split("\t")[0] for line in ours]
+    assert all(line.split("\t")[1] for line in ours[:-1])  # every output has links
+    differ = sum(a != b for a, b in zip(ours, theirs))
+    assert differ <= 0.02 * len(sentences), f"{differ} of {len(sentences)} link lists differ"
+
+
+def test_alignments_need_an_export_that_records_a_head(trained, tmp_path, capsys):
+    import json
+    import shutil
+
+    _, out, _ = trained
+    old = shutil.copytree(out, tmp_path / "old")
+    meta = json.loads((old / "seq2seq_export.json").read_text())
+    meta.pop("alignment")
+    (old / "seq2seq_export.json").write_text(json.dumps(meta))
+    code, _, stderr = run_main(translate_cli.main, capsys, "--engine", "ctranslate2", old, "a",
                                "--alignments")  # fmt: skip
-    assert code == 2 and len(stderr.splitlines()) == 1 and "--alignments" in stderr
+    assert code == 2 and len(stderr.splitlines()) == 1 and "export" in stderr
 
 
 def test_translate_engine_refuses_a_folder_that_is_not_an_export(tmp_path, capsys):

@@ -8,7 +8,8 @@ OUT/ holds CTranslate2's model.bin, config.json and vocabularies, the checkpoint
 tokenisers (source.model, target.model) and seq2seq_export.json (`seq2seq.export`). A model
 CTranslate2 cannot express (a non-Transformer family, a score other than scaled_dot, a
 region other than soft) is refused in one line saying why. Every error is one line on
-stderr and exit code 2. Needs the `export` extra: pip install 'seq2seq-attention[export]'.
+stderr and exit code 2. The folder records the attention head `seq2seq-translate
+--alignments` reads for the checkpoint and returns its weights (`alignment_head`). Needs the `export` extra: pip install 'seq2seq-attention[export]'.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from seq2seq.align.defaults import default_settings
+from seq2seq.align.extract import AlignmentError
 from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.cli.translate import OneLineParser, one_line, plugin_argument
-from seq2seq.export import QUANTIZATIONS, ExportError, export_ctranslate2
+from seq2seq.export import QUANTIZATIONS, AlignmentHead, ExportError, export_ctranslate2
+from seq2seq.inference import Translator
 from seq2seq.plugins import PluginError, import_plugins
 
 
@@ -40,12 +44,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def alignment_head(translator: Translator) -> AlignmentHead | None:
+    """The attention `seq2seq-translate --alignments` reads for this checkpoint
+    (`seq2seq.align.defaults`); None (the export then gives no alignments) when it has none."""
+    try:
+        found = default_settings(translator)
+    except AlignmentError:
+        return None
+    return AlignmentHead(found.settings.layer, found.settings.head, found.description)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:
         import_plugins(args.plugins)
-        out = export_ctranslate2(args.checkpoint, args.out, args.quantization, args.force)
+        out = export_ctranslate2(
+            args.checkpoint, args.out, args.quantization, args.force, alignment_head
+        )
     except (CheckpointError, ConfigError, PluginError, ExportError) as error:
         print(f"seq2seq-export: {one_line(error)}", file=sys.stderr)
         return 2

@@ -9,9 +9,10 @@
     seq2seq-translate --engine ctranslate2 OUT/ "我爱中国。"   # a seq2seq-export folder
 
 `--engine ctranslate2` translates with a folder written by `seq2seq-export --format
-ctranslate2` instead of a checkpoint, with the same search settings (`seq2seq.export.engine`);
-it gives no attention weights, so `--alignments`, `--html`, `--plot`, `--show-attention`
-and `--probes` are refused with it.
+ctranslate2` instead of a checkpoint, with the same search settings (`seq2seq.export.engine`).
+It gives the attention of one head only, the one the export recorded for alignments (the
+checkpoint's, as below), so `--alignments` works with it while `--html`, `--plot`,
+`--show-attention` and `--probes` are refused.
 
 `--alignments` reads the links from the attention the checkpoint names: a guided model's
 guided head, else the layer and head training chose on the valid gold pairs, else the
@@ -196,7 +197,8 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         given = [option for option, value in PYTORCH_ONLY_OPTIONS.items() if getattr(args, value)]
         if given:
             parser.error(
-                f"{given[0]} needs --engine pytorch (CTranslate2 gives no attention weights)"
+                f"{given[0]} needs --engine pytorch (CTranslate2 gives only the alignment "
+                "head's attention)"
             )
     if args.html is not None:
         if args.html.is_dir():
@@ -206,9 +208,9 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 
 
 # Options that need the PyTorch engine: attention weights, the checkpoint's config or code.
-PYTORCH_ONLY_OPTIONS = {"--alignments": "alignments", "--html": "html", "--plot": "plot",
-                  "--show-attention": "show_attention", "--probes": "probes",
-                  "--plugins": "plugins"}  # fmt: skip
+PYTORCH_ONLY_OPTIONS = {"--html": "html", "--plot": "plot",
+                        "--show-attention": "show_attention", "--probes": "probes",
+                        "--plugins": "plugins"}  # fmt: skip
 
 
 def translate_ctranslate2(args: argparse.Namespace, settings: SearchSettings, lines) -> int:
@@ -222,7 +224,20 @@ def translate_ctranslate2(args: argparse.Namespace, settings: SearchSettings, li
     except ExportError as error:
         print(f"seq2seq-translate: {one_line(error)}", file=sys.stderr)
         return 2
-    print_translations(translator.translate(lines, settings), settings.n_best, None, False)
+    translations = translator.translate(lines, settings, args.alignments)
+    links = None
+    if args.alignments:
+        head = translator.meta.get("alignment")
+        if not isinstance(head, dict) or not isinstance(head.get("description"), str):
+            print("seq2seq-translate: --alignments: the export records no alignment head; "
+                  "export the checkpoint again", file=sys.stderr)  # fmt: skip
+            return 2
+        # Each hypothesis holds the recorded head's attention alone, as layer 0, head 0.
+        only = AlignSettings(layer=0, head=0)
+        links = [translation_links(translator, t, only) or [Links()] for t in translations]
+        print(f"seq2seq-translate: --alignments: links from {head['description']}",
+              file=sys.stderr)  # fmt: skip
+    print_translations(translations, settings.n_best, links, False)
     return 0
 
 

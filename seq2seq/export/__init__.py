@@ -7,6 +7,11 @@ project's own search. The `ctranslate2` package is an optional extra (`pip insta
 'seq2seq-attention[export]'`), imported only when a function here needs it.
 """
 
-from seq2seq.export.ctranslate2 import QUANTIZATIONS, ExportError, export_ctranslate2
+from seq2seq.export.ctranslate2 import (
+    QUANTIZATIONS,
+    AlignmentHead,
+    ExportError,
+    export_ctranslate2,
+)
 
-__all__ = ["QUANTIZATIONS", "ExportError", "export_ctranslate2"]
+__all__ = ["QUANTIZATIONS", "AlignmentHead", "ExportError", "export_ctranslate2"]

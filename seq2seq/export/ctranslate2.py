@@ -25,6 +25,13 @@ a projection CTranslate2 has no place for.
 The folder holds, beside CTranslate2's `model.bin`, `config.json` and vocabularies, the
 checkpoint's tokenisers (`source.model` / `target.model` for sentencepiece) and
 `seq2seq_export.json`, which `seq2seq.export.engine` reads to tokenise and to bound lengths.
+
+Alignment: the caller (`seq2seq-export`) names the cross-attention layer and head the
+checkpoint aligns with (`seq2seq.align.defaults`; head None for the layer's head mean), as
+an `AlignmentHead`. The spec makes CTranslate2 return that attention: `alignment_layer`
+is the layer, and `alignment_heads` is 1 with that head moved first (its rows of W_Q, W_K,
+W_V and its columns of W_O moved together, which changes no output) or every head for the
+mean, which CTranslate2 averages. `seq2seq_export.json` records it under `alignment`.
 """
 
 from __future__ import annotations
@@ -32,9 +39,9 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -54,6 +61,15 @@ INSTALL_HINT = "pip install 'seq2seq-attention[export]' (the ctranslate2 package
 
 class ExportError(ValueError):
     """A checkpoint, option or folder the export cannot use; the message is one line."""
+
+
+class AlignmentHead(NamedTuple):
+    """The cross-attention to align with: `layer` (from 0, or negative from the end),
+    `head` (from 0, or None for the layer's head mean), and where it comes from, in words."""
+
+    layer: int
+    head: int | None
+    description: str
 
 
 def import_ctranslate2():
@@ -138,17 +154,28 @@ def _family(node: Any) -> str:
 # ---------------------------------------------------------------- the spec
 
 
-def transformer_spec(model: nn.Module, vocabularies: tuple[list[str], list[str]]):
-    """The model as a filled `ctranslate2.specs.TransformerSpec` (check_exportable first)."""
+def transformer_spec(
+    model: nn.Module,
+    vocabularies: tuple[list[str], list[str]],
+    alignment: AlignmentHead | None = None,
+):
+    """The model as a filled `ctranslate2.specs.TransformerSpec` (check_exportable first),
+    returning the attention of `alignment` (module docstring; None: the last layer's mean)."""
     ctranslate2 = import_ctranslate2()
     specs = ctranslate2.specs
     encoder, decoder = model.encoder, model.decoder
+    heads = decoder.layers[0].self_attention.heads
+    aligned, head = _alignment_layer_head(alignment, len(decoder.layers), heads)
     spec = specs.TransformerSpec(
         specs.TransformerEncoderSpec(
             len(encoder.layers), encoder.layers[0].self_attention.heads, pre_norm=True
         ),
         specs.TransformerDecoderSpec(
-            len(decoder.layers), decoder.layers[0].self_attention.heads, pre_norm=True
+            len(decoder.layers),
+            heads,
+            pre_norm=True,
+            alignment_layer=aligned,
+            alignment_heads=heads if head is None else 1,  # CTranslate2 averages the first n
         ),
     )
     _set_inputs(spec.encoder, model.src_embed, encoder.positions)
@@ -158,10 +185,11 @@ def transformer_spec(model: nn.Module, vocabularies: tuple[list[str], list[str]]
     for layer_spec, layer in zip(spec.encoder.layer, encoder.layers):
         _set_self_attention(layer_spec.self_attention, layer.self_attention, layer.attention_norm)
         _set_ffn(layer_spec.ffn, layer.feed_forward, layer.feed_forward_norm)
-    for layer_spec, layer in zip(spec.decoder.layer, decoder.layers):
-        _set_self_attention(layer_spec.self_attention, layer.self_attention, layer.self_norm)
-        _set_cross_attention(layer_spec.attention, layer.cross_attention, layer.cross_norm)
-        _set_ffn(layer_spec.ffn, layer.feed_forward, layer.ff_norm)
+    for index, (layer_spec, part) in enumerate(zip(spec.decoder.layer, decoder.layers)):
+        first = head if index == aligned else None
+        _set_self_attention(layer_spec.self_attention, part.self_attention, part.self_norm)
+        _set_cross_attention(layer_spec.attention, part.cross_attention, part.cross_norm, first)
+        _set_ffn(layer_spec.ffn, part.feed_forward, part.ff_norm)
     _set_linear(spec.decoder.projection, model.generator.weight, model.generator.bias)
     eps = next(norm.eps for norm in model.modules() if isinstance(norm, nn.LayerNorm))
     spec.config.layer_norm_epsilon = float(eps)
@@ -171,6 +199,19 @@ def transformer_spec(model: nn.Module, vocabularies: tuple[list[str], list[str]]
     spec.register_source_vocabulary(vocabularies[0])
     spec.register_target_vocabulary(vocabularies[1])
     return spec
+
+
+def _alignment_layer_head(
+    alignment: AlignmentHead | None, layers: int, heads: int
+) -> tuple[int, int | None]:
+    """(layer from 0, head or None) of `alignment`; the last layer's mean when None."""
+    if alignment is None:
+        return layers - 1, None
+    if not -layers <= alignment.layer < layers:
+        raise ExportError(f"alignment layer {alignment.layer}: the decoder has {layers} layer(s)")
+    if alignment.head is not None and not 0 <= alignment.head < heads:
+        raise ExportError(f"alignment head {alignment.head}: the model has {heads} head(s)")
+    return alignment.layer % layers, None if heads == 1 else alignment.head
 
 
 def _array(tensor: torch.Tensor):
@@ -209,6 +250,19 @@ def _projections(attention: Attention) -> list[tuple[torch.Tensor, torch.Tensor]
     return [identity] * 4
 
 
+def _head_first(
+    projections: list[tuple[torch.Tensor, torch.Tensor]], heads: int, head: int
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """W_Q, W_K, W_V, W_O with `head` moved to the front: its block of output rows in the
+    first three and its block of input columns in W_O, so the attention's output is unchanged."""
+    width = projections[0][0].size(0) // heads
+    order = [head, *(h for h in range(heads) if h != head)]
+    rows = torch.cat([torch.arange(h * width, (h + 1) * width) for h in order])
+    moved = [(weight[rows], bias[rows]) for weight, bias in projections[:3]]
+    weight, bias = projections[3]
+    return [*moved, (weight[:, rows], bias)]
+
+
 def _fused(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]):
     weights = torch.cat([weight for weight, _ in pairs], dim=0)  # (k · out, in)
     return weights, torch.cat([bias for _, bias in pairs], dim=0)
@@ -221,8 +275,14 @@ def _set_self_attention(spec, attention: Attention, norm: nn.LayerNorm) -> None:
     _set_norm(spec.layer_norm, norm)
 
 
-def _set_cross_attention(spec, attention: Attention, norm: nn.LayerNorm) -> None:
-    query, key, value, output = _projections(attention)
+def _set_cross_attention(
+    spec, attention: Attention, norm: nn.LayerNorm, first: int | None = None
+) -> None:
+    """The cross-attention, with head `first` (if not None) moved to the front."""
+    projections = _projections(attention)
+    if first is not None:
+        projections = _head_first(projections, attention.heads, first)
+    query, key, value, output = projections
     _set_linear(spec.linear[0], *query)
     _set_linear(spec.linear[1], *_fused([key, value]))
     _set_linear(spec.linear[2], *output)
@@ -250,11 +310,17 @@ def vocabulary(tokenizer) -> list[str]:
 
 
 def export_ctranslate2(
-    checkpoint: str | Path, out_dir: str | Path, quantization: str = "float32", force: bool = False
+    checkpoint: str | Path,
+    out_dir: str | Path,
+    quantization: str = "float32",
+    force: bool = False,
+    choose_alignment: Callable[[Translator], AlignmentHead | None] | None = None,
 ) -> Path:
     """Convert `checkpoint` (loaded by `Translator.load`: weights_only, validated) into the
     CTranslate2 folder `out_dir`, weights stored as `quantization`; ExportError (one line)
-    when the model or the folder cannot be used. CheckpointError comes from the loader."""
+    when the model or the folder cannot be used. CheckpointError comes from the loader.
+    `choose_alignment` names the attention the folder returns for alignments (module
+    docstring); without it, or when it gives None, the folder records no alignment."""
     if quantization not in QUANTIZATIONS:
         raise ExportError(
             f"--quantization must be one of {', '.join(QUANTIZATIONS)}, got {quantization!r}"
@@ -268,8 +334,9 @@ def export_ctranslate2(
     translator = Translator.load(checkpoint, "cpu")
     check_exportable(translator.model, translator.config)
     tokenizers = (translator.src_tokenizer, translator.tgt_tokenizer)
+    alignment = choose_alignment(translator) if choose_alignment is not None else None
     spec = transformer_spec(
-        translator.model, (vocabulary(tokenizers[0]), vocabulary(tokenizers[1]))
+        translator.model, (vocabulary(tokenizers[0]), vocabulary(tokenizers[1])), alignment
     )
     spec.validate()
     spec.optimize(quantization=quantization)
@@ -277,13 +344,16 @@ def export_ctranslate2(
         shutil.rmtree(out_dir) if out_dir.is_dir() else out_dir.unlink()
     out_dir.mkdir(parents=True)
     spec.save(str(out_dir))
-    _write_side_files(out_dir, translator, quantization, Path(checkpoint).name)
+    _write_side_files(out_dir, translator, quantization, Path(checkpoint).name, alignment)
     return out_dir
 
 
-def _write_side_files(out_dir: Path, translator: Translator, quantization: str, name: str) -> None:
+def _write_side_files(
+    out_dir: Path, translator: Translator, quantization: str, name: str,
+    alignment: AlignmentHead | None,
+) -> None:  # fmt: skip
     """The tokenisers as their own files, and what the engine needs to search as the
-    project does (`seq2seq_export.json`)."""
+    project does and to align (`seq2seq_export.json`; `alignment` null when not chosen)."""
     sides = {}
     for side, stem, tokenizer in (("src", "source", translator.src_tokenizer),
                                   ("tgt", "target", translator.tgt_tokenizer)):  # fmt: skip
@@ -300,5 +370,6 @@ def _write_side_files(out_dir: Path, translator: Translator, quantization: str, 
         "decoder_positions": translator.model.decoder.positions.max_positions,
         "src_lang": str(translator.config.data.src_lang),
         "tgt_lang": str(translator.config.data.tgt_lang),
+        "alignment": None if alignment is None else alignment._asdict(),
     }
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

@@ -14,7 +14,11 @@ for the project's own search (`seq2seq.decoding.SearchSettings`):
   included) and ranks them by score / ((5 + |Y|) / 6)^α, the project's GNMT penalty
   (`seq2seq.search.common.gnmt_length_penalty`), keeping `n_best`.
 
-Left out: attention weights (`--alignments`, `--html`, `--plot`, `--show-attention`).
+With `need_weights`, each hypothesis carries the attention of the head the export chose
+for alignments (`meta["alignment"]`), as a (1, 1, len(tokens) + 1, source pieces + 1)
+tensor: one layer and head, the rows of the output pieces and EOS (with a beam wider than
+1, the first row comes from a one-step greedy search: `_greedy_first_rows`). Other weights
+(`--html`, `--plot`, `--show-attention`) are left out.
 """
 
 from __future__ import annotations
@@ -81,8 +85,11 @@ class CTranslate2Translator:
         limit = math.floor(settings.max_len_a * (source_len + 1) + settings.max_len_b)
         return min(limit, self.positions - 1)
 
-    def translate(self, lines: Sequence[str], settings: SearchSettings) -> list[Translation]:
-        """Translate lines in order; an empty line gives an empty translation."""
+    def translate(
+        self, lines: Sequence[str], settings: SearchSettings, need_weights: bool = False
+    ) -> list[Translation]:
+        """Translate lines in order; an empty line gives an empty translation. With
+        `need_weights`, hypotheses carry the alignment head's attention (module docstring)."""
         sources = [self.encode_source(line, number) for number, line in enumerate(lines, 1)]
         groups: dict[int, list[int]] = defaultdict(list)
         for index, ids in enumerate(sources):
@@ -91,7 +98,7 @@ class CTranslate2Translator:
         found: dict[int, list[Hypothesis]] = {}
         for limit, indices in groups.items():
             pieces = [self._source_pieces(sources[i]) for i in indices]
-            for index, nbest in zip(indices, self._search(pieces, limit, settings)):
+            for index, nbest in zip(indices, self._search(pieces, limit, settings, need_weights)):
                 found[index] = nbest
         return [
             self._translation(line, sources[i], found.get(i, [])) for i, line in enumerate(lines)
@@ -100,30 +107,52 @@ class CTranslate2Translator:
     def _source_pieces(self, ids: list[int]) -> list[str]:
         return [self.src_tokenizer.id_to_piece(i) for i in ids] + [EOS_PIECE]
 
-    def _search(self, sources: list[list[str]], limit: int, settings: SearchSettings):
+    def _search(
+        self, sources: list[list[str]], limit: int, settings: SearchSettings, weights: bool
+    ):
         beam = settings.beam_size
         results = self.model.translate_batch(
             sources, max_batch_size=settings.batch_size, beam_size=beam,
             num_hypotheses=beam, length_penalty=0.0, max_decoding_length=limit + 1,
             return_scores=True, return_end_token=True, suppress_sequences=NEVER_EMITTED,
-            max_input_length=0, min_decoding_length=0,
+            max_input_length=0, min_decoding_length=0, return_attention=weights,
         )  # fmt: skip
-        return [self._ranked(result, limit, settings) for result in results]
+        found = [self._ranked(result, limit, settings) for result in results]
+        if weights and beam > 1:
+            self._greedy_first_rows(sources, settings, found)
+        return found
+
+    def _greedy_first_rows(self, sources, settings: SearchSettings, found) -> None:
+        """Replace each hypothesis's first attention row (the step from BOS, the same for
+        every hypothesis) by that of a one-step greedy search: CTranslate2 4.x's beam search
+        returns another row there, while its later rows are the project's."""
+        firsts = self.model.translate_batch(
+            sources, max_batch_size=settings.batch_size, beam_size=1, max_decoding_length=1,
+            return_attention=True, max_input_length=0, min_decoding_length=0,
+        )  # fmt: skip
+        for first, hypotheses in zip(firsts, found):
+            row = torch.tensor(first.attention[0][0], dtype=torch.float32)
+            for hypothesis in hypotheses:
+                hypothesis.attention[0, 0, 0] = row
 
     def _ranked(self, result, limit: int, settings: SearchSettings) -> list[Hypothesis]:
-        hypotheses = [self._hypothesis(tokens, score, limit)
-                      for tokens, score in zip(result.hypotheses, result.scores)]  # fmt: skip
+        attention = result.attention or [None] * len(result.hypotheses)
+        hypotheses = [self._hypothesis(tokens, score, limit, weights) for tokens, score, weights
+                      in zip(result.hypotheses, result.scores, attention)]  # fmt: skip
         if settings.beam_size > 1:
             hypotheses.sort(key=lambda h: -h.normalised_score(settings.length_penalty))
         return hypotheses[: settings.n_best]
 
-    def _hypothesis(self, pieces: list[str], score: float, limit: int) -> Hypothesis:
-        """Output ids without EOS, cut at `limit` (where the project forces EOS)."""
+    def _hypothesis(self, pieces: list[str], score: float, limit: int, weights) -> Hypothesis:
+        """Output ids without EOS, cut at `limit` (where the project forces EOS), and the
+        attention rows of those ids and the EOS when CTranslate2 returned them."""
         if pieces and pieces[-1] == EOS_PIECE:
             pieces = pieces[:-1]
-        return Hypothesis(
-            tokens=[self.tgt_ids[piece] for piece in pieces[:limit]], score=float(score)
-        )
+        tokens = [self.tgt_ids[piece] for piece in pieces[:limit]]
+        attention = None
+        if weights is not None:
+            attention = torch.tensor(weights, dtype=torch.float32)[: len(tokens) + 1][None, None]
+        return Hypothesis(tokens=tokens, score=float(score), attention=attention)
 
     def _translation(self, line: str, ids: list[int], hypotheses: list[Hypothesis]) -> Translation:
         return Translation(
