@@ -115,3 +115,11 @@ compare: $(STAMP)
 
 compare-attention compare-encoders compare-aligner compare-summary: compare-%: $(STAMP)
 	$(COMPARE) stages=[$*]
+
+# The attention lab (seq2seq.lab, docs/lab/): every experiment at its default size; pages and
+# figures into docs/lab/, trained models into outputs/lab/runs (reused by a second call, so an
+# interrupted make lab continues). One experiment: make lab LAB=masks. About 45 min on 2 cores.
+LAB ?= all
+.PHONY: lab
+lab: $(STAMP)
+	$(VENV)/bin/seq2seq-lab $(LAB) --out docs/lab --runs outputs/lab/runs $(ARGS)

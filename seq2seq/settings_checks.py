@@ -314,6 +314,26 @@ def check_guidance(config: Mapping[str, Any]) -> None:
             )
 
 
+def check_reinforce(config: Mapping[str, Any]) -> None:
+    """Hard attention trained by REINFORCE records its sampled keys' log-probabilities in
+    Python lists during the forward pass and forms its surrogate from them
+    (`seq2seq.training.reinforce`); that path is not built for `trainer.compile`, so the
+    pair is refused at start-up rather than compiled into something untested."""
+    trainer, attention = config.get("trainer"), config.get("attention")
+    if not isinstance(trainer, Mapping) or not trainer.get("compile"):
+        return
+    if not isinstance(attention, Mapping):
+        return
+    region = option_nodes(attention).get("region", {})
+    if region.get("estimator") == "reinforce":
+        raise ConfigError(
+            "attention.region.estimator=reinforce does not run with trainer.compile=true (the "
+            "REINFORCE path records sampled keys in Python lists, not built for "
+            "torch.compile): set trainer.compile=false, or choose "
+            "attention.region.estimator=straight_through"
+        )
+
+
 def option_nodes(attention: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The full nodes of the attention's score and region (those it has: none for
     `attention=none`), checked; ConfigError naming the first bad key (`attention.region.window`)."""
@@ -362,3 +382,4 @@ def check_settings(cfg: DictConfig | Mapping[str, Any]) -> None:
         check_test_search(trainer["test_search"])
     check_positions(config)
     check_guidance(config)
+    check_reinforce(config)

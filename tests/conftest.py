@@ -32,3 +32,23 @@ def mirror(tmp_path) -> Path:
     with zipfile.ZipFile(folder / "toy-eng.zip", "w") as archive:
         archive.writestr("toy.txt", "\n".join(toy_corpus_lines(400, seed=0)) + "\n")
     return folder
+
+
+@pytest.fixture(scope="session")
+def lab_quick(tmp_path_factory):
+    """`lab_quick(EXPERIMENT)`: the experiment's quick finding, run once per session. Every
+    experiment gets its own figure folder and shares one runs folder, so a quick model two
+    experiments train with the same overrides is trained once (as `make lab` does)."""
+    from seq2seq.lab.experiment import LabContext
+
+    root = tmp_path_factory.mktemp("lab")
+    found = {}
+
+    def finding(experiment):
+        if experiment.name not in found:
+            context = LabContext(root / "out" / experiment.name, root / "runs", root / "data",
+                                 quick=True, threads=1)  # fmt: skip
+            found[experiment.name] = experiment.run(context)
+        return found[experiment.name]
+
+    return finding

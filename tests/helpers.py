@@ -140,3 +140,10 @@ class {cls}(DotProductScore):
         if query_width != key_width:
             raise ValueError("{refusal}")
 '''
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"  # the first eight bytes of every PNG file
+
+
+def is_png(path: Path) -> bool:
+    return path.read_bytes()[:8] == PNG_SIGNATURE

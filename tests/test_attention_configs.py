@@ -31,7 +31,8 @@ LOCAL_P = {"name": "local", "window": 5, "mode": "predictive"}
 EXPECTED = {
     "local": dict(score={"name": "general"}, region=LOCAL_P, heads=1),
     "hard": dict(score={"name": "additive", "hidden_dim": None},
-                 region={"name": "hard", "gumbel_tau": 1.0}, heads=1),
+                 region={"name": "hard", "gumbel_tau": 1.0, "estimator": "straight_through"},
+                 heads=1),
     "sparsemax": dict(score={"name": "additive", "hidden_dim": None},
                       region={"name": "sparsemax"}, heads=1),
     "entmax15": dict(score={"name": "additive", "hidden_dim": None},

@@ -120,7 +120,9 @@ def test_the_chosen_names_come_from_strings_and_nodes_alike():
 
 def test_a_group_choice_replaces_the_node_with_that_components_defaults():
     cfg = compose_config(["attention=local", "attention/region=hard", "attention/score=cosine"])
-    assert OmegaConf.to_container(cfg.attention.region) == {"name": "hard", "gumbel_tau": 1.0}
+    assert OmegaConf.to_container(cfg.attention.region, enum_to_str=True) == {
+        "name": "hard", "gumbel_tau": 1.0, "estimator": "straight_through"
+    }
     assert OmegaConf.to_container(cfg.attention.score) == {"name": "cosine", "scale": None}
 
 
@@ -165,7 +167,8 @@ def checkpoint_config(attention: dict, preset: str = "additive") -> dict:
         (dict(score="general", region="local", window=3, local_mode="monotonic", hidden_dim=7),
          {"name": "general"}, {"name": "local", "window": 3, "mode": "monotonic"}),
         (dict(score="additive", region="hard", hidden_dim=7, gumbel_tau=0.5, window=2),
-         {"name": "additive", "hidden_dim": 7}, {"name": "hard", "gumbel_tau": 0.5}),
+         {"name": "additive", "hidden_dim": 7},
+         {"name": "hard", "gumbel_tau": 0.5, "estimator": "straight_through"}),
         (dict(score="cosine", region="soft", cosine_scale=4.0, local_mode="monotonic"),
          {"name": "cosine", "scale": 4.0}, {"name": "soft"}),
     ],

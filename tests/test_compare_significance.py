@@ -38,6 +38,16 @@ def test_a_system_identical_to_the_baseline_has_p_one():
     assert same.bleu == base.bleu and not same.significant()
 
 
+def test_two_different_systems_that_both_score_zero_have_p_one():
+    # one-word outputs have no 4-gram: BLEU 0 on the corpus and on every resample
+    first = [line.split()[0] for line in REFERENCES]
+    second = [line.split()[-1] for line in REFERENCES]
+    assert first != second
+    base, other = paired_bootstrap([("first", first), ("second", second)], REFERENCES, "en")
+    assert base.bleu == other.bleu == 0.0
+    assert other.p_value == 1.0 and not other.significant()
+
+
 def test_a_system_that_copies_the_references_is_significantly_better():
     _, copy = paired_bootstrap([("base", BASELINE), ("copy", REFERENCES)], REFERENCES, "en")
     assert copy.bleu == pytest.approx(100.0)

@@ -35,3 +35,11 @@ def test_every_registered_score_and_region_is_named_in_the_readme():
     for group in ("score", "region"):
         for name in registry.names(group):
             assert f"`{name}`" in README or f"={name}`" in README, f"{group} {name!r}"
+
+
+def test_the_lab_table_lists_every_lab_experiment():
+    from seq2seq.lab.catalogue import experiments
+
+    section = README.split("## The attention lab", 1)[1].split("\n## ", 1)[0]
+    first_cells = re.findall(r"^\| `(\w+)` \|", section, flags=re.MULTILINE)
+    assert first_cells == list(experiments())

@@ -18,9 +18,11 @@ from matplotlib.patches import Rectangle
 from seq2seq.configs import preset_names
 from seq2seq.visualise.fonts import cjk_font_family, cjk_font_path
 from seq2seq.visualise.heatmap import (
+    AlignmentPanel,
     describe_run,
     display_piece,
     draw_alignment,
+    draw_comparison,
     figure_to_rgb,
     run_title,
     save_translation_heatmap,
@@ -95,6 +97,19 @@ def test_one_head_gives_one_panel_per_layer_and_layer_numbers_name_them():
     assert len(_image_axes(draw_alignment(SOURCE, TARGET, _weights(1, 1), "one"))) == 1
     fig = draw_alignment(SOURCE, TARGET, _weights(2, 1), "two layers", layer_numbers=[3, 4])
     assert [ax.get_title() for ax in _image_axes(fig)] == ["layer 3", "layer 4"]
+
+
+def test_a_comparison_wraps_its_panels_into_rows_of_per_row():
+    panels = [AlignmentPanel(SOURCE, TARGET, _weights(1, 1)[0, 0].numpy(), f"run {i}")
+              for i in range(5)]  # fmt: skip
+    grid = [ax.get_subplotspec() for ax in _image_axes(draw_comparison(panels, "t", per_row=2))]
+    assert [(spec.rowspan.start, spec.colspan.start) for spec in grid] == [
+        (0, 0), (0, 1), (1, 0), (1, 1), (2, 0)
+    ]  # fmt: skip
+    one_row = _image_axes(draw_comparison(panels, "t"))
+    assert {ax.get_subplotspec().rowspan.start for ax in one_row} == {0} and len(one_row) == 5
+    with pytest.raises(ValueError, match="per_row"):
+        draw_comparison(panels, "t", per_row=0)
 
 
 def test_cells_print_their_weights_and_rows_are_target_pieces():

@@ -56,7 +56,9 @@ def paired_bootstrap(
     variable), so the p-values and intervals are reproducible. A system whose hypotheses
     are the baseline's, line for line, gets p = 1: there is no difference to test
     (sacrebleu's formula would give 1/(resamples + 1) there, as every resampled difference
-    equals the observed one).
+    equals the observed one). So does a system that scores BLEU 0 against a baseline of 0:
+    an n-gram order without a match in the corpus has none in any resample either, so
+    every resample scores both 0.
     """
     if len(systems) < 1:
         raise ValueError("paired_bootstrap needs at least the baseline system")
@@ -69,11 +71,12 @@ def paired_bootstrap(
     signatures, scores = test()
     (key,) = (name for name in scores if name != "System")
     signature = str(signatures[key])
-    baseline = named[0][1]
+    baseline, baseline_score = named[0][1], float(scores[key][0].score)
     found = []
     for (name, hypotheses), result in zip(named, scores[key], strict=True):
         p_value = result.p_value
-        if p_value is not None and hypotheses == baseline:
+        both_zero = float(result.score) == 0.0 == baseline_score
+        if p_value is not None and (hypotheses == baseline or both_zero):
             p_value = 1.0
         found.append(BootstrapResult(
             name, float(result.score), float(result.mean), float(result.mean - result.ci),

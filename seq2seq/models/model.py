@@ -104,18 +104,37 @@ class Seq2Seq(nn.Module):
         tgt_in: torch.Tensor,  # (batch, tgt_len), starts with BOS
         need_weights: bool = False,
         full_context: bool = False,
+        future_mask: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Teacher forcing: logits (batch, tgt_len, vocab) and the attention weights
         (batch, layers, heads, tgt_len, src_len), or None without `need_weights` where the
         fused kernel ran. `full_context` (a decoder with a `full_context` pass, the
         Transformer's): the weights are those of a second decoder pass without the future
-        mask (Garg et al. 2019), the logits still those of the causal pass."""
+        mask (Garg et al. 2019), the logits still those of the causal pass.
+
+        `future_mask=False` (such a decoder only) runs the one pass without the future
+        mask, so position t sees the targets after it, the very tokens it is to predict:
+        no model should train so; it exists for the lab's experiment on masks
+        (`seq2seq.lab.masks`), which shows what goes wrong."""
         state = self.init_decoder_state(self.encode(src, src_mask))
         tgt_embedded = self.tgt_embed(tgt_in)  # (batch, tgt_len, embed)
-        hidden, attention = self.decoder(tgt_embedded, state, need_weights=need_weights)
+        if future_mask:
+            hidden, attention = self.decoder(tgt_embedded, state, need_weights=need_weights)
+        else:
+            hidden, attention = self._unmasked_pass(tgt_embedded, state, tgt_in, need_weights)
         if full_context:
             attention = self.decoder.full_context(tgt_embedded, state, tgt_in != PAD_ID)
         return self.generator(hidden), attention  # (batch, tgt_len, vocab)
+
+    def _unmasked_pass(self, tgt_embedded, state, tgt_in, need_weights: bool):
+        """The decoder's teacher-forced pass without the future mask (padding still masked)."""
+        if not hasattr(self.decoder, "full_context"):
+            raise ValueError(
+                "future_mask=False needs a decoder with a pass without the future mask (the "
+                f"Transformer's); {type(self.decoder).__name__} has none"
+            )
+        target_mask = tgt_in != PAD_ID  # (batch, tgt_len)
+        return self.decoder(tgt_embedded, state, need_weights=need_weights, target_mask=target_mask)
 
     def decode_step(
         self, prev_tokens: torch.Tensor, state: DecoderState, need_weights: bool = True

@@ -15,6 +15,10 @@ sentences, teacher forced, and passes as soon as:
   a decoder that keeps several layers often aligns in a lower one than the last, as
   guided alignment's default `alignment.layer=-2` assumes).
 
+The loss is the cross-entropy; a model with hard attention trained by REINFORCE adds the
+surrogate its scores learn from (`seq2seq.training.reinforce`), divided by the batch's
+target tokens as the trainer divides it.
+
 A model that has not passed after `CYCLES` cycles fails (a second cycle, a warm restart,
 gives a component that learns more slowly, a one-layer ConvS2S decoder say, its chance).
 A model that returns no attention weights (`attention=none`: one fixed context) has no
@@ -36,6 +40,8 @@ from seq2seq.data.toy import ToySpec, toy_splits
 from seq2seq.special_tokens import EOS_ID, PAD_ID
 from seq2seq.testing.results import Violation
 from seq2seq.testing.subject import Subject
+from seq2seq.training.loss import sentence_label_smoothed_nll
+from seq2seq.training.reinforce import recording
 
 SYMBOLS, MIN_LEN, MAX_LEN = 10, 3, 8
 TRAIN_SIZE, TEST_SIZE = 2000, 200
@@ -72,8 +78,14 @@ def batches(examples: list[Example], cycle: int = 0) -> list[Batch]:
 
 
 def loss_of(model: torch.nn.Module, batch: Batch) -> torch.Tensor:
-    logits, _ = model(batch.src, batch.src_mask, batch.tgt_in)  # (batch, tgt_len, vocab)
-    return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID)
+    """Mean cross-entropy per target token, plus the REINFORCE surrogate per token (if any)."""
+    with recording(model) as choices:
+        logits, _ = model(batch.src, batch.src_mask, batch.tgt_in)  # (batch, tgt_len, vocab)
+    loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID)
+    if not choices.regions:
+        return loss
+    nll = sentence_label_smoothed_nll(logits, batch.tgt_out)[1]  # (batch,)
+    return loss + choices.surrogate(nll, batch.tgt_out) / batch.num_tgt_tokens
 
 
 def train(model: torch.nn.Module, examples: list[Example], cycle: int = 0) -> torch.nn.Module:

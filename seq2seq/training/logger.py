@@ -24,6 +24,11 @@ class RunLogger:
     def __init__(self, run_dir: Path, enabled: bool = True):
         self.writer = SummaryWriter(str(run_dir / "tensorboard")) if enabled else None
 
+    @property
+    def enabled(self) -> bool:
+        """Whether anything logged is written (a hook may skip drawing an image otherwise)."""
+        return self.writer is not None
+
     def scalars(self, values: Mapping[str, float], step: int) -> None:
         if self.writer is None:
             return

@@ -26,6 +26,15 @@ SIGUSR1, SIGUSR2) or KeyboardInterrupt (Ctrl-C). A second Ctrl-C stops at once w
 saving. The handlers are installed only while `fit` runs, and only in the main thread; the
 ones they replace (a job launcher's, e.g. submitit's requeue) are restored afterwards.
 
+REINFORCE. With hard attention trained by REINFORCE (`attention=hard
+attention.region.estimator=reinforce`), each training forward pass records the sampled keys'
+log-probabilities (`seq2seq.training.reinforce`), and the loss gains the score-function
+surrogate −Σ_i (R_i − b)·log π_i, R_i the sentence's mean token log-likelihood of the
+reference computed from the same logits. It is added as `s − s.detach()` (its gradient,
+the value 0), so `train/loss` stays the translation loss; `train/reinforce_reward` and
+`train/reinforce_baseline` log R and b. `trainer.compile` cannot trace it and is refused at
+start-up (`seq2seq.settings_checks`).
+
 Non-finite updates. An update whose loss or gradient norm is NaN or infinite is skipped:
 its gradients are dropped, neither the optimiser nor the schedule steps, and the step
 counter does not advance (`trainer.max_steps` counts applied updates), while its batches
@@ -69,11 +78,11 @@ from seq2seq.metrics.base import HOOK, LOSS, TRANSLATIONS, Metric, metric, metri
 from seq2seq.metrics.loss import perplexity
 from seq2seq.models.model import Seq2Seq
 from seq2seq.special_tokens import PAD_ID
-from seq2seq.training import distributed
+from seq2seq.training import distributed, reinforce
 from seq2seq.training.guidance import Guidance, guided_loss
 from seq2seq.training.hooks import ValidationContext, ValidationHook, produced_metrics
 from seq2seq.training.logger import RunLogger, sample_table
-from seq2seq.training.loss import label_smoothed_nll
+from seq2seq.training.loss import label_smoothed_nll, sentence_label_smoothed_nll
 from seq2seq.training.progress import MetricsFile, ProgressDisplay
 
 log = logging.getLogger(__name__)
@@ -215,6 +224,11 @@ class Trainer:
             else self._guided_forward_loss
         )
         self.step_alignment: tuple[torch.Tensor, torch.Tensor] | None = None
+        # Hard regions trained by REINFORCE: what they record during a training forward
+        # pass (`choices`, only then) and the rewards of the last batch, for the log.
+        self.reinforce_regions = reinforce.reinforce_regions(model)
+        self.choices: reinforce.Choices | None = None
+        self.step_rewards: torch.Tensor | None = None
         self.train_losses: list[float] = []  # smoothed loss per update, for tests and logs
         # Analytic FLOPs of each batch (`seq2seq.flops`), from the config as plain data.
         self._flop_config = plain(cfg)
@@ -343,6 +357,8 @@ class Trainer:
         window.add(loss_sum, nll_sum, batch)
         if self.guidance is not None:
             window.add_alignment(*self.step_alignment)
+        if self.step_rewards is not None:
+            window.add_rewards(self.step_rewards, self.reinforce_regions[0].baseline)
         window.micro_batches += 1
         if window.micro_batches % self.tcfg.accumulate != 0:
             return None
@@ -365,15 +381,34 @@ class Trainer:
 
     def train_step(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Forward and backward on one batch; returns the summed (smoothed loss, NLL).
-        With guided alignment the loss includes λ·L_align (`_guided_step`)."""
+        With guided alignment the loss includes λ·L_align (`_guided_step`); with REINFORCE
+        regions the backward pass includes their surrogate (`_translation_loss`)."""
         self.model.train()
         tgt_in = self._scheduled_sampling(batch)
-        if self.guidance is None:
-            loss_sum, nll_sum = self.forward_loss(batch.src, batch.src_mask, tgt_in, batch.tgt_out)
-        else:
-            loss_sum, nll_sum = self._guided_step(batch, tgt_in)
+        with self._recording_choices():
+            if self.guidance is None:
+                loss_sum, nll_sum = self.forward_loss(
+                    batch.src, batch.src_mask, tgt_in, batch.tgt_out
+                )
+            else:
+                loss_sum, nll_sum = self._guided_step(batch, tgt_in)
         (loss_sum / (batch.num_tgt_tokens * self.tcfg.accumulate)).backward()
         return loss_sum.detach(), nll_sum.detach()
+
+    @contextlib.contextmanager
+    def _recording_choices(self):
+        """While inside, the REINFORCE regions record their choices into `self.choices`
+        (`seq2seq.training.reinforce`); keeps the batch's rewards in `step_rewards`."""
+        if not self.reinforce_regions:
+            yield
+            return
+        with reinforce.recording(self.model) as choices:
+            self.choices = choices
+            try:
+                yield
+            finally:
+                self.choices = None
+        self.step_rewards = choices.rewards
 
     def _guided_step(self, batch: Batch, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The summed (smoothed loss + λ·L_align, NLL) of a batch with links; keeps
@@ -394,7 +429,19 @@ class Trainer:
         """Teacher-forced forward pass; the summed (smoothed loss, NLL) over real tokens."""
         with self.autocast():
             logits, _ = self.train_model(src, src_mask, tgt_in)  # (batch, tgt_len, vocab)
-        return label_smoothed_nll(logits, tgt_out, self.tcfg.label_smoothing)
+        return self._translation_loss(logits, tgt_out)
+
+    def _translation_loss(
+        self, logits: torch.Tensor, tgt_out: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The summed (smoothed loss, NLL); while REINFORCE regions record (`choices`), the
+        loss plus their surrogate as `s − s.detach()`: its gradient, the same value."""
+        smoothing = self.tcfg.label_smoothing
+        if self.choices is None:
+            return label_smoothed_nll(logits, tgt_out, smoothing)
+        loss, nll = sentence_label_smoothed_nll(logits, tgt_out, smoothing)  # (batch,) each
+        surrogate = self.choices.surrogate(nll, tgt_out)
+        return loss.sum() + (surrogate - surrogate.detach()), nll.sum()
 
     def _guided_forward_loss(
         self,
@@ -413,7 +460,7 @@ class Trainer:
                 src, src_mask, tgt_in,
                 need_weights=not guidance.full_context, full_context=guidance.full_context,
             )  # fmt: skip
-        loss_sum, nll_sum = label_smoothed_nll(logits, tgt_out, self.tcfg.label_smoothing)
+        loss_sum, nll_sum = self._translation_loss(logits, tgt_out)
         align_sum, rows = guided_loss(attention, align, guidance)
         return loss_sum + guidance.weight * align_sum, nll_sum, align_sum, rows
 
@@ -802,12 +849,14 @@ class _Window:
     def _reset(self):
         self.loss = self.nll = None
         self.align = self.align_rows = None  # guided alignment: L_align summed, linked rows
+        self.reward, self.sentences, self.baseline = None, 0, None  # REINFORCE: R summed, b
         self.tgt_tokens = self.src_tokens = 0
         self.started = time.perf_counter()
 
     def _clear_update(self):
         self.update_loss = self.update_nll = None
         self.update_align = self.update_align_rows = None
+        self.update_reward, self.update_sentences, self.update_baseline = None, 0, None
         self.update_tgt_tokens = self.update_src_tokens = 0
 
     def add(self, loss_sum: torch.Tensor, nll_sum: torch.Tensor, batch: Batch) -> None:
@@ -822,6 +871,12 @@ class _Window:
         self.update_align = _plus(self.update_align, align_sum)
         self.update_align_rows = _plus(self.update_align_rows, rows)
 
+    def add_rewards(self, rewards: torch.Tensor, baseline: torch.Tensor) -> None:
+        """One micro-batch's REINFORCE rewards (batch,) and the baseline after it."""
+        self.update_reward = _plus(self.update_reward, rewards.sum())
+        self.update_sentences += rewards.numel()
+        self.update_baseline = baseline.detach().clone()
+
     def commit(self, grad_norm: torch.Tensor) -> None:
         """The update was applied: its sums join the window."""
         self.grad_norm = grad_norm
@@ -830,6 +885,10 @@ class _Window:
         if self.update_align is not None:
             self.align = _plus(self.align, self.update_align)
             self.align_rows = _plus(self.align_rows, self.update_align_rows)
+        if self.update_reward is not None:
+            self.reward = _plus(self.reward, self.update_reward)
+            self.sentences += self.update_sentences
+            self.baseline = self.update_baseline
         self.tgt_tokens += self.update_tgt_tokens
         self.src_tokens += self.update_src_tokens
         self._clear_update()
@@ -851,6 +910,9 @@ class _Window:
         }
         if self.align is not None:  # mean L_align per linked target position
             stats["train/align_loss"] = self.align.item() / max(self.align_rows.item(), 1.0)
+        if self.reward is not None:  # mean R per sentence, and b at the last update
+            stats["train/reinforce_reward"] = self.reward.item() / max(self.sentences, 1)
+            stats["train/reinforce_baseline"] = float(self.baseline)
         self._reset()
         return stats
 

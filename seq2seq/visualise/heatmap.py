@@ -108,13 +108,20 @@ def draw_alignment(
     return _draw_grid(rows, title, shared_labels=True)
 
 
-def draw_comparison(panels: Sequence[AlignmentPanel], title: str) -> Figure:
-    """Panels side by side, each with its own labels (e.g. one per run of a sweep)."""
+def draw_comparison(
+    panels: Sequence[AlignmentPanel], title: str, per_row: int | None = None
+) -> Figure:
+    """Panels side by side, each with its own labels (e.g. one per run of a sweep), at most
+    `per_row` in a row (None: all in one row)."""
     if not panels:
         raise ValueError("draw_comparison needs at least one panel")
+    if per_row is not None and per_row < 1:
+        raise ValueError(f"per_row must be at least 1, got {per_row}")
     for panel in panels:
         _check_shape(panel.weights[None, None], len(panel.source_pieces), len(panel.target_pieces))
-    return _draw_grid([list(panels)], title, shared_labels=False)
+    width = per_row or len(panels)
+    rows = [list(panels[start : start + width]) for start in range(0, len(panels), width)]
+    return _draw_grid(rows, title, shared_labels=False)
 
 
 def figure_to_rgb(fig: Figure) -> np.ndarray:

@@ -180,7 +180,7 @@ class AlignmentHook:
         return accuracy
 
     def log_images(self, context: ValidationContext) -> None:
-        if not self.shown:
+        if not self.shown or not context.logger.enabled:  # nothing would keep the images
             return
         sources = [sentence.source_ids for sentence in self.shown]
         nbest = translate_ids(

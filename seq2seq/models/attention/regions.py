@@ -4,7 +4,7 @@
 * sparsemax: a Euclidean projection onto the simplex: keys far below the best get exactly 0
              (Martins & Astudillo 2016).
 * entmax15:  1.5-entmax, between softmax and sparsemax (Peters, Niculae & Martins 2019).
-* hard:      exactly one key gets weight 1.
+* hard:      exactly one key gets weight 1 (straight-through Gumbel-softmax or REINFORCE).
 * local:     a softmax inside a window of 2D+1 keys around a centre (Luong et al. 2015, §3.2).
 
 Every region maps scores `(batch, heads, tgt_len, src_len)` and the bool `visible`
@@ -40,6 +40,9 @@ from seq2seq.option_rules import at_least, greater_than
 
 LOCAL_MODES = ("predictive", "monotonic")
 LocalMode = Enum("LocalMode", {mode: mode for mode in LOCAL_MODES})  # the schema's choice
+HARD_ESTIMATORS = ("straight_through", "reinforce")
+HardEstimator = Enum("HardEstimator", {name: name for name in HARD_ESTIMATORS})
+BASELINE_DECAY = 0.9  # β of the REINFORCE baseline's moving average
 
 
 def masked_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
@@ -73,6 +76,15 @@ def masked_entmax(scores: torch.Tensor, visible: torch.Tensor, alpha: float) -> 
     floor = best.detach() - (1 / (alpha - 1) + 1)  # (batch, heads, tgt_len, 1)
     weights = ENTMAX[alpha](torch.where(visible, wide, floor), dim=-1)
     return weights.masked_fill(~visible, 0.0).to(scores.dtype)
+
+
+def masked_log_softmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    """`log α_j = s_j − log Σ_{visible i} exp(s_i)` on visible keys, 0 elsewhere (a finite
+    stand-in, never -inf: a hidden key is never chosen, and 0 · log α stays 0); in at least
+    float32. A row with no visible key is finite too, with zero gradients."""
+    dtype = torch.promote_types(scores.dtype, torch.float32)
+    filled = scores.to(dtype).masked_fill(~visible, torch.finfo(dtype).min)
+    return torch.log_softmax(filled, dim=-1).masked_fill(~visible, 0.0)
 
 
 def one_hot_argmax(scores: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
@@ -169,29 +181,99 @@ class HardOptions:
     """`attention.region` of the hard region."""
 
     gumbel_tau: float = field(default=1.0, metadata=greater_than(0))  # τ while training
+    # How the scores learn: straight_through (Gumbel-softmax) | reinforce (score function)
+    estimator: HardEstimator = HardEstimator.straight_through
 
 
 @registry.register("region", "hard", options=HardOptions)
 class HardRegion(Region):
     """Exactly one key per query gets weight 1 (the notes' hard attention).
 
-    Evaluation (`not self.training`): the one-hot argmax of the scores.
-    Training: the straight-through Gumbel-softmax estimator (Jang et al. 2017): with
-    Gumbel noise g, `y_soft = softmax((s + g) / τ)`; the forward value is the one-hot
-    argmax of `y_soft` (a sample from softmax(s)), and the backward pass uses the
-    gradient of `y_soft`, so the scores still learn. The forward value is computed as
-    `y_hard + (y_soft - y_soft.detach())`, which is exactly one-hot.
+    Evaluation (`not self.training`): the one-hot argmax of the scores. Training draws one
+    key k ~ softmax(s) over the visible keys, per query and head, and gives it weight 1.
+    Choosing is not differentiable, so the scores learn by one of two estimators
+    (`attention.region.estimator`):
+
+    * `straight_through` (default; Jang et al. 2017): with Gumbel noise g,
+      `y_soft = softmax((s + g) / τ)`; the forward value is the one-hot argmax of `y_soft`
+      (a sample from softmax(s)) and the backward pass uses the gradient of `y_soft`,
+      computed as `y_hard + (y_soft − y_soft.detach())`, exactly one-hot. Biased (the
+      gradient is that of a relaxation), little noise.
+    * `reinforce` (Williams 1992; Xu et al. 2015, "hard" attention): the weights are the
+      exact one-hot of k with no gradient path to the scores; the scores learn from the
+      score function instead. Per sentence i with sampled keys k_{i,q} (every query q of
+      every target position and head), the training loop
+      (`seq2seq.training.reinforce`) adds the surrogate
+
+          L_RL = −Σ_i (R_i − b) · Σ_q log p(k_{i,q}),   p = softmax over visible keys,
+
+          R_i = −(1/T_i) Σ_t −log p_model(y_{i,t} | ...)   (the sentence's mean token
+                log-likelihood of the reference, detached, T_i its real target tokens),
+
+      whose gradient −Σ_i (R_i − b) ∇log p(k_i) is, in expectation over k, −∇ E_k[R]
+      (the likelihood-ratio identity ∇E[R] = E[R ∇log p(k)]; b does not depend on k, so
+      E[b ∇log p(k)] = b ∇Σ_k p_k = 0: unbiased for every b). The baseline b is the
+      moving average of the batches' mean reward R̄, updated after the surrogate is formed:
+
+          b ← R̄ at the first update,   then b ← β·b + (1 − β)·R̄,   β = BASELINE_DECAY = 0.9,
+
+      and b = 0 before the first (plain REINFORCE). It is the persistent buffer `baseline`
+      (NaN until set), which exists only with this estimator, so the state dict of a
+      straight-through model is unchanged. The rest of the model learns from the usual loss
+      through the chosen value. Log-probabilities are kept only while the training loop
+      records them (`choices` is a list): a training forward pass outside it samples
+      but teaches the scores nothing. Target positions that are padding are left out of
+      Σ_q by the training loop (their keys do not change R).
+
+    A query with no visible key gets all-zero weights and, with `reinforce`, log p = 0.
     """
 
-    def __init__(self, query_width: int, heads: int, gumbel_tau: float = 1.0):
+    def __init__(
+        self,
+        query_width: int,
+        heads: int,
+        gumbel_tau: float = 1.0,
+        estimator: str = "straight_through",
+    ):
         super().__init__(query_width, heads)
         self.tau = gumbel_tau
+        self.estimator = estimator
+        # (log p(k) summed over heads (batch, tgt_len), query positions (batch or 1,
+        # tgt_len)) per call while recording (`seq2seq.training.reinforce`), else None.
+        self.choices: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+        if estimator == "reinforce":
+            self.register_buffer("baseline", torch.tensor(float("nan")))  # b; NaN: not yet set
 
     def forward(self, scores, visible, query, query_positions, lengths):
         if not self.training:
             return one_hot_argmax(scores, visible)
+        if self.estimator == "reinforce":
+            return self.sampled(scores, visible, query_positions)
         soft = masked_softmax((scores + gumbel_noise(scores)) / self.tau, visible)
         return one_hot_argmax(soft, visible) + (soft - soft.detach())
+
+    def sampled(self, scores, visible, query_positions) -> torch.Tensor:
+        """REINFORCE's forward: the one-hot of k ~ softmax(s) (the Gumbel-max trick), no
+        gradient to the scores; records log p(k) per query while `choices` is a list."""
+        log_probs = masked_log_softmax(scores, visible)  # (batch, heads, tgt_len, src_len)
+        chosen = one_hot_argmax(log_probs.detach() + gumbel_noise(log_probs), visible)
+        if self.choices is not None:
+            taken = (chosen * log_probs).sum(dim=(1, 3))  # (batch, tgt_len) Σ_heads log p(k)
+            self.choices.append((taken, query_positions))
+        return chosen.to(scores.dtype)
+
+    def baseline_value(self) -> torch.Tensor:
+        """b for the surrogate: the moving average, or 0 before the first update."""
+        return torch.nan_to_num(self.baseline, nan=0.0)
+
+    @torch.no_grad()
+    def update_baseline(self, mean_reward: torch.Tensor) -> None:
+        """`b ← R̄` the first time, then `b ← β·b + (1 − β)·R̄`; a non-finite R̄ is ignored
+        (no host sync)."""
+        mean_reward = mean_reward.detach().to(self.baseline.dtype)
+        average = BASELINE_DECAY * self.baseline + (1 - BASELINE_DECAY) * mean_reward
+        updated = torch.where(torch.isnan(self.baseline), mean_reward, average)
+        self.baseline.copy_(torch.where(torch.isfinite(mean_reward), updated, self.baseline))
 
 
 @dataclass

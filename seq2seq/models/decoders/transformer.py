@@ -197,14 +197,29 @@ class TransformerDecoder(CachedDecoder):
             "position": 0,
         }
 
+    def forward(
+        self,
+        tgt_embedded: torch.Tensor,
+        state: DecoderState,
+        need_weights: bool = True,
+        target_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher forcing, `(B, T, embed_dim)` -> `(B, T, hidden)`, attn `(B, layers, H, T, S)`.
+
+        With `target_mask (B, T)` bool (True = real target) the pass runs without the future
+        mask, as `full_context` does, and returns its hidden states too: the model
+        `Seq2Seq.forward(..., future_mask=False)` trains, for the lab's experiment on masks
+        (`seq2seq.lab.masks`). None (the default): causal, `CachedDecoder.forward`."""
+        check_target(tgt_embedded, self.embed_dim, single_step=False)
+        hidden, attn, _ = self._run(tgt_embedded, state, need_weights, target_mask)
+        return hidden, attn
+
     def full_context(
         self, tgt_embedded: torch.Tensor, state: DecoderState, target_mask: torch.Tensor
     ) -> torch.Tensor | None:
         """Teacher forcing without the future mask (module docstring): `(B, T, embed_dim)`,
         `target_mask (B, T)` bool -> the cross-attention weights `(B, layers, H, T, S)`."""
-        check_target(tgt_embedded, self.embed_dim, single_step=False)
-        _, attn, _ = self._run(tgt_embedded, state, True, target_mask)
-        return attn
+        return self.forward(tgt_embedded, state, True, target_mask)[1]
 
     def _run(
         self,

@@ -1,0 +1,128 @@
+"""`seq2seq-lab`: run the attention lab's experiments (`seq2seq.lab`).
+
+    seq2seq-lab --list                      # the experiments and their claims
+    seq2seq-lab vanishing_gradients         # one experiment at its default size
+    seq2seq-lab all --out docs/lab          # every experiment (make lab)
+    seq2seq-lab masks --quick               # the seconds-sized version the tests run
+
+Each experiment writes its figures and `finding.json` into OUT/NAME/ and its page to
+OUT/NAME.md, prints what it found, and `OUT/index.md` lists every finding so far. Trained
+models are kept in --runs and reused by later calls and by other experiments. Exit code 0
+when every experiment ran, 1 when one failed (the others still run), 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from seq2seq.cli.translate import OneLineParser, one_line
+from seq2seq.lab.catalogue import experiments
+from seq2seq.lab.experiment import Experiment, LabContext
+from seq2seq.lab.page import Machine, this_machine, write_index, write_page
+from seq2seq.plugins import PluginError, import_plugins
+
+log = logging.getLogger("seq2seq.lab")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="seq2seq-lab", description=__doc__.split("\n")[0])
+    parser.add_argument("names", nargs="*", metavar="NAME", help="experiments to run, or `all`")
+    parser.add_argument("--list", action="store_true", help="list the experiments and stop")
+    parser.add_argument("--quick", action="store_true",
+                        help="the seconds-sized version (toy data, a few updates)")  # fmt: skip
+    parser.add_argument("--out", type=Path, default=None,
+                        help="pages and figures (default: outputs/lab, or outputs/lab-quick)")  # fmt: skip
+    parser.add_argument("--runs", type=Path, default=None,
+                        help="trained models, reused (default: outputs/lab/runs, or "
+                        "outputs/lab-quick/runs)")  # fmt: skip
+    parser.add_argument("--data-root", type=Path, default=Path("data"), help="data.root of the runs")
+    parser.add_argument("--seed", type=int, default=1234, help="the first training seed")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads; 0 = all cores")
+    parser.add_argument("--max-steps", type=int, default=None, metavar="N",
+                        help="a smoke test of the default size: every training run stops "
+                        "after N updates (the figures then mean nothing)")  # fmt: skip
+    parser.add_argument("--plugins", action="append", default=[], metavar="SPEC",
+                        help="import this plugin first: its scores and regions join the "
+                        "experiments that range over them; repeatable")  # fmt: skip
+    return parser
+
+
+def chosen(parser: argparse.ArgumentParser, names: Sequence[str]) -> list[Experiment]:
+    known = experiments()
+    if not names:
+        parser.error("name an experiment (or `all`); `seq2seq-lab --list` lists them")
+    if list(names) == ["all"]:
+        return list(known.values())
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        parser.error(f"no experiment {', '.join(unknown)}; the experiments: {', '.join(known)}")
+    return [known[name] for name in names]
+
+
+def listing() -> str:
+    return "\n".join(f"{e.name:<22} {e.title}" for e in experiments().values())
+
+
+def run_one(experiment: Experiment, context: LabContext, out_root: Path, machine: Machine) -> bool:
+    """Run one experiment, print its finding and write its page; False if it failed."""
+    print(f"== {experiment.name}: {experiment.title}", flush=True)
+    started = time.perf_counter()
+    try:
+        finding = experiment.run(context)
+    except Exception as error:  # one experiment's failure must not stop the others
+        log.debug("%s", traceback.format_exc())
+        print(f"seq2seq-lab: {experiment.name} failed: {one_line(error)}", file=sys.stderr)
+        return False
+    seconds = time.perf_counter() - started
+    page = write_page(
+        out_root, experiment, finding, seconds, machine, context.quick, context.models
+    )
+    print(finding.summary.strip())
+    print(f"({seconds:.1f} s; figures in {context.out_dir}, page {page})\n", flush=True)
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list:
+        print(listing())
+        return
+    if args.threads < 0:
+        parser.error(f"--threads must be at least 0, got {args.threads}")
+    if args.max_steps is not None and args.max_steps < 1:
+        parser.error(f"--max-steps must be at least 1, got {args.max_steps}")
+    selected = chosen(parser, args.names)
+    try:
+        import_plugins(args.plugins)
+    except PluginError as error:
+        parser.error(one_line(error))
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    outputs = Path("outputs/lab-quick" if args.quick else "outputs/lab")
+    out_root, runs = args.out or outputs, args.runs or outputs / "runs"
+    machine = this_machine(args.threads)
+    ok = True
+    for experiment in selected:
+        context = LabContext(
+            out_dir=out_root / experiment.name, runs_dir=runs, data_root=args.data_root,
+            quick=args.quick, seed=args.seed, device=args.device, threads=args.threads,
+            max_steps=args.max_steps,
+        )  # fmt: skip
+        ok &= run_one(experiment, context, out_root, machine)
+    write_index(out_root, list(experiments().values()))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""The lab's pages: one Markdown page per experiment, and the index of them all.
+
+`make lab` writes `docs/lab/NAME.md` from what the experiment says of itself (its title and
+claim) and what it found (the summary, the table, the figures), with the command, the run
+time and the machine it ran on, so that a page always shows the figures of the last run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seq2seq.lab.experiment import Experiment, Finding
+
+RECORD = "finding.json"  # beside the figures: what the index page and the tests read
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where an experiment ran: the processor, torch's threads and the matmul ceiling."""
+
+    processor: str
+    cores: int
+    threads: int
+    ceiling_gflops: float
+    load: float | None = None  # the 1-minute load average when the lab started
+
+    def described(self) -> str:
+        load = "" if self.load is None else f", load average {self.load:.1f} at the start"
+        return (
+            f"{self.processor}, {self.cores} cores, {self.threads} torch threads, float32 "
+            f"matmul ceiling {self.ceiling_gflops:.0f} GFLOP/s{load}"
+        )
+
+
+def processor_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def formatted(value: Any) -> str:
+    """A table cell: floats to 3 significant figures (4 for values of 100 and more)."""
+    if isinstance(value, bool) or not isinstance(value, float):
+        return str(value)
+    if math.isnan(value):
+        return "–"
+    if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
+        return f"{value:.2e}"
+    return f"{value:.4g}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The rows as a Markdown table (the keys of the first row are the columns)."""
+    if not rows:
+        return ""
+    columns = list(rows[0])
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(formatted(row.get(c, "")) for c in columns) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def verdict(finding: Finding) -> str:
+    if finding.agrees is None:
+        return "The measurement neither confirms nor refutes the claim here."
+    if finding.agrees:
+        return "The measurement here agrees with the claim."
+    return "**The measurement here does not agree with the claim.**"
+
+
+def models_note(models: list[tuple[str, bool, float]]) -> str:
+    """What the run trained and reused, for the sentence on its run time."""
+    if not models:
+        return ""
+    minutes = sum(trained for _, _, trained in models)
+    reused = sum(1 for _, was_reused, _ in models if was_reused)
+    note = f"; its {len(models)} model(s) trained for {minutes:.1f} minutes in all"
+    if reused:
+        note += f", {reused} of them in an earlier run (reused here, not in this run's time)"
+    return note
+
+
+def page_text(
+    experiment: Experiment,
+    finding: Finding,
+    seconds: float,
+    machine: Machine,
+    quick: bool,
+    models: list[tuple[str, bool, float]] = (),
+) -> str:
+    """The Markdown page of one experiment's run."""
+    command = f"seq2seq-lab {experiment.name}" + (" --quick" if quick else "")
+    figures = "\n\n".join(f"![{path.stem}]({experiment.name}/{path.name})" for path in finding.figures)
+    return "\n".join([
+        f"# {experiment.title}",
+        "",
+        "## The claim",
+        "",
+        experiment.claim.strip(),
+        "",
+        "## The experiment",
+        "",
+        f"```bash\n{command}\n```",
+        "",
+        experiment.default_size.strip(),
+        "",
+        f"This run took {seconds / 60:.1f} minutes on {machine.described()}"
+        + models_note(list(models)) + (" (the `--quick` size)." if quick else "."),
+        "",
+        "## What it found",
+        "",
+        finding.summary.strip(),
+        "",
+        verdict(finding),
+        "",
+        figures,
+        "",
+        markdown_table(finding.table),
+        "",
+    ])  # fmt: skip
+
+
+def write_page(
+    out_root: Path,
+    experiment: Experiment,
+    finding: Finding,
+    seconds: float,
+    machine: Machine,
+    quick: bool,
+    models: list[tuple[str, bool, float]] = (),
+) -> Path:
+    """`out_root/NAME.md` and `out_root/NAME/finding.json`; returns the page's path."""
+    folder = out_root / experiment.name
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {
+        "name": experiment.name,
+        "title": experiment.title,
+        "summary": finding.summary,
+        "agrees": finding.agrees,
+        "values": finding.values,
+        "table": finding.table,
+        "figures": [path.name for path in finding.figures],
+        "seconds": seconds,
+        "models": [
+            {"label": label, "reused": reused, "train_minutes": minutes}
+            for label, reused, minutes in models
+        ],
+        "quick": quick,
+        "machine": machine.__dict__,
+    }
+    (folder / RECORD).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    page = out_root / f"{experiment.name}.md"
+    text = page_text(experiment, finding, seconds, machine, quick, models)
+    page.write_text(text, encoding="utf-8")
+    return page
+
+
+def write_index(out_root: Path, experiments: list[Experiment]) -> Path:
+    """`out_root/index.md`: every experiment with its finding and run time (those run so far)."""
+    rows = []
+    for experiment in experiments:
+        record_file = out_root / experiment.name / RECORD
+        if not record_file.is_file():
+            continue
+        record = json.loads(record_file.read_text(encoding="utf-8"))
+        agrees = {True: "yes", False: "no", None: "undecided"}[record["agrees"]]
+        rows.append({
+            "experiment": f"[{experiment.title}]({experiment.name}.md)",
+            "agrees with the claim": agrees,
+            "minutes": round(record["seconds"] / 60, 1),
+            "ceiling GFLOP/s": round(record["machine"]["ceiling_gflops"]),
+        })  # fmt: skip
+    text = "\n".join([
+        "# The attention lab",
+        "",
+        "Each classic claim about RNNs and attention, run as an experiment: "
+        "`seq2seq-lab NAME` (`--quick` for a run of seconds), `make lab` for all of them.",
+        "",
+        markdown_table(rows),
+        "",
+    ])  # fmt: skip
+    out_root.mkdir(parents=True, exist_ok=True)
+    path = out_root / "index.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def this_machine(threads: int) -> Machine:
+    """This machine, with its float32 matmul ceiling measured now (about a second)."""
+    import torch
+
+    from seq2seq.bench.ceiling import MATMUL_SHAPES, matmul_gflops
+
+    device = torch.device("cpu")
+    ceiling = max(matmul_gflops(m, k, n, reps=5, device=device) for m, k, n in MATMUL_SHAPES)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    return Machine(processor_name(), cores(), threads or torch.get_num_threads(), ceiling, load)

@@ -1,0 +1,20 @@
+"""`seq2seq-serve`: translate over HTTP on this machine, with the attention viewer as its page.
+
+* `limits`: what a request and the queue may hold, checked at start-up (`Limits`);
+* `schemas`: the JSON of `POST /translate`, `GET /health` and `GET /models` (pydantic);
+* `engine`: a loaded model behind one interface: the PyTorch `Translator` or a CTranslate2
+  export (`TorchEngine`, `CTranslate2Engine`): translations, Pharaoh links, viewer views;
+* `batching`: the bounded queue whose one worker thread merges the requests of many clients
+  into batches (`BatchQueue`);
+* `page`: the page at `/`, the attention viewer (`seq2seq.visualise.viewer`) with a text box;
+* `app`: the FastAPI application over those (`create_app(engine, limits)`);
+* `process`: a server in a subprocess on a free loopback port (the browser and load tests);
+* `load`: the load test (`scripts/serve_load.py`): throughput, latency percentiles, errors
+  and the server's peak memory at several concurrencies, as a Markdown table.
+
+FastAPI and uvicorn are the optional extra `serve` (`pip install 'seq2seq-attention[serve]'`),
+imported only by `app` and the command line; `limits`, `batching`, `process` and `load` need
+the standard library alone.
+"""
+
+INSTALL_HINT = "pip install 'seq2seq-attention[serve]'"

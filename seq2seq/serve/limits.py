@@ -1,0 +1,79 @@
+"""What the service accepts: per request, per queue and per batch, checked at start-up.
+
+A request over a limit is answered 422 with the limit in words (`request_problem`); a full
+queue is answered 503. The defaults fit a small model on a laptop: a client sends up to 32
+sentences of up to 500 characters, 64 requests wait at most, and the worker merges up to 64
+sentences, waiting up to 5 ms for more after the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+
+
+class LimitsError(ValueError):
+    """A limit out of range; `name` is the field, the message says what is wrong."""
+
+    def __init__(self, name: str, problem: str):
+        super().__init__(f"{name} {problem}")
+        self.name, self.problem = name, problem
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The service's limits; LimitsError at construction for a value out of range."""
+
+    max_chars: int = field(default=500, metadata={"help": "characters per sentence"})
+    max_sentences: int = field(default=32, metadata={"help": "sentences per request"})
+    max_queue: int = field(default=64, metadata={"help": "requests waiting for the worker"})
+    max_batch: int = field(default=64, metadata={"help": "sentences the worker merges"})
+    max_wait_ms: float = field(
+        default=5.0, metadata={"help": "milliseconds the worker waits to fill a batch"}
+    )
+    max_beam: int = field(default=16, metadata={"help": "largest beam_size a request may ask"})
+    timeout_s: float = field(
+        default=60.0, metadata={"help": "seconds a request may wait for its translation"}
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("max_chars", "max_sentences", "max_queue", "max_batch", "max_beam"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise LimitsError(name, f"must be an integer of at least 1, got {value!r}")
+        _check_seconds("max_wait_ms", self.max_wait_ms, minimum=0.0, maximum=1000.0)
+        _check_seconds("timeout_s", self.timeout_s, minimum=0.001, maximum=3600.0)
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest request body worth reading: every sentence at its longest, each
+        character JSON-escaped as a surrogate pair (12 bytes), plus room for the options."""
+        return self.max_sentences * (self.max_chars * 12 + 8) + 4096
+
+
+def _check_seconds(name: str, value: object, minimum: float, maximum: float) -> None:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not minimum <= value <= maximum:
+        raise LimitsError(name, f"must be a number from {minimum:g} to {maximum:g}, got {value!r}")
+
+
+def limit_names() -> list[str]:
+    """The fields of `Limits`, in order (the command line makes one option of each)."""
+    return [limit.name for limit in fields(Limits)]
+
+
+def request_problem(sentences: Sequence[str], beam_size: int, limits: Limits) -> str | None:
+    """What puts a request over the limits, in one line; None when it is within them."""
+    if not sentences:
+        return "sentences: give at least one sentence"
+    if len(sentences) > limits.max_sentences:
+        return f"sentences: {len(sentences)} sentences; at most {limits.max_sentences} per request"
+    for index, sentence in enumerate(sentences):
+        if len(sentence) > limits.max_chars:
+            return (
+                f"sentences[{index}]: {len(sentence)} characters; "
+                f"at most {limits.max_chars} per sentence"
+            )
+    if beam_size > limits.max_beam:
+        return f"beam_size: {beam_size}; at most {limits.max_beam}"
+    return None

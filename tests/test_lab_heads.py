@@ -1,0 +1,73 @@
+"""The lab's heads experiment (`seq2seq.lab.heads`): its quick run and its measures."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from helpers import is_png
+
+from seq2seq.lab.heads import EXPERIMENT, KINDS, head_removed, js_divergence, row_entropy
+from seq2seq.models.attention import Attention
+from seq2seq.models.attention.heads import merge_heads
+
+QUICK_HEADS = 2  # every attention of the quick model: 1 layer, 2 heads
+
+@pytest.fixture(scope="module")
+def finding(lab_quick):
+    return lab_quick(EXPERIMENT)
+
+
+def test_one_entropy_row_per_head_of_every_kind(finding):
+    rows = finding.values["entropies"]
+    found = sorted((row["kind"], row["layer"], row["head"]) for row in rows)
+    expected = sorted((kind, 1, head) for kind in KINDS for head in range(1, QUICK_HEADS + 1))
+    assert found == expected
+
+
+def test_entropies_lie_between_zero_and_ln_keys(finding):
+    for row in finding.values["entropies"]:
+        assert 0.0 <= row["entropy"] <= row["uniform_entropy"] + 1e-3
+        assert row["uniform_entropy"] <= row["max_entropy"] + 1e-3
+        assert 0.0 <= row["layer_js"] <= math.log(2) + 1e-3
+
+
+def test_pruning_table_has_one_row_per_head(finding):
+    heads = [row["head"] for row in finding.table]
+    assert len(heads) == len(KINDS) * QUICK_HEADS == len(set(heads))
+    full = finding.values["full_bleu"]
+    for row in finding.table:
+        assert row["bleu_lost"] == pytest.approx(full - row["bleu_without"], abs=0.011)
+    assert finding.values["heads"] == len(heads)
+
+
+def test_figures_are_written_as_png(finding):
+    assert [path.name for path in finding.figures] == ["heads_entropy.png", "heads_pruning.png"]
+    for path in finding.figures:
+        assert is_png(path)
+
+
+def test_entropy_and_js_divergence_have_their_known_values():
+    uniform, one_hot = torch.full((4,), 0.25), torch.tensor([1.0, 0.0, 0.0, 0.0])
+    other = torch.tensor([0.0, 0.0, 1.0, 0.0])
+    assert float(row_entropy(uniform)) == pytest.approx(math.log(4))
+    assert float(row_entropy(one_hot)) == 0.0
+    assert float(js_divergence(uniform, uniform)) == pytest.approx(0.0, abs=1e-7)
+    assert float(js_divergence(one_hot, other)) == pytest.approx(math.log(2))
+
+
+def test_removing_a_head_zeroes_its_context_and_restores_the_weights():
+    torch.manual_seed(0)
+    attention = Attention(6, 6, 6, score="scaled_dot", heads=3).eval()
+    query, memory = torch.randn(2, 5, 6), torch.randn(2, 7, 6)
+    keys, values = attention.project_memory(memory, memory)  # (2, 3, 7, 2) each
+    _, weights = attention.attend(query, keys, values)  # (2, 3, 5, 7)
+    per_head = weights @ values  # (2, 3, 5, 2): each head's context
+    per_head[:, 1] = 0.0  # Michel et al.'s mask on head 2
+    expected = attention.output_proj(merge_heads(per_head))
+    before = attention.output_proj.weight.clone()
+    with head_removed(attention, 1):
+        output, _ = attention.attend(query, keys, values)
+    torch.testing.assert_close(output, expected)
+    assert torch.equal(attention.output_proj.weight, before)

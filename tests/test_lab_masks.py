@@ -1,0 +1,104 @@
+"""The lab's masks experiment (`seq2seq.lab.masks`) and the model's pass without the
+future mask it trains with (`Seq2Seq.forward(..., future_mask=False)`)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import is_png
+
+from seq2seq.build import build_model
+from seq2seq.lab.masks import EXPERIMENT, FAR_BELOW
+from seq2seq.special_tokens import BOS_ID, EOS_ID, PAD_ID
+from tests.helpers import compose_config
+
+VOCAB = 11
+
+
+@pytest.fixture(scope="module")
+def finding(lab_quick):
+    return lab_quick(EXPERIMENT)
+
+
+def test_without_the_future_mask_the_teacher_forced_loss_collapses(finding):
+    values = finding.values
+    assert values["unmasked_loss"] < FAR_BELOW * values["masked_loss"]
+    masked, unmasked = (finding.values["curves"][key] for key in ("True", "False"))
+    assert masked[0][0] == unmasked[0][0] == 0  # both measured before the first update
+    assert masked[0][1] == pytest.approx(unmasked[0][1], rel=0.05)  # same initial weights
+
+
+def test_with_the_padding_mask_no_output_changes(finding):
+    rows = finding.values["padding"]
+    assert [row["pads"] for row in rows] == [0, 5, 20]
+    assert all(row["changed_with_mask"] == 0 for row in rows)
+    assert rows[0]["changed_without_mask"] == 0  # no pads, nothing to read
+    assert finding.values["changed_with_mask"] == 0
+
+
+def test_the_table_has_one_row_per_measurement(finding):
+    assert len(finding.table) == 3 + len(finding.values["padding"])
+    assert {tuple(row) for row in finding.table} == {("measure", "with the mask", "without it")}
+
+
+def test_figures_are_written_as_png(finding):
+    assert [path.name for path in finding.figures] == ["masks_future.png", "masks_padding.png"]
+    for path in finding.figures:
+        assert is_png(path)
+
+
+def tiny_model(decoder: str = "transformer"):
+    cfg = compose_config([
+        "encoder=transformer", f"decoder={decoder}", "attention=multihead", "attention.heads=2",
+        "encoder.num_layers=1", "encoder.hidden_size=8", "encoder.heads=2", "encoder.ff_size=16",
+        "decoder.hidden_size=8", "model.embed_dim=8", "model.tie_embeddings=false",
+        *(["decoder.num_layers=2", "decoder.heads=2", "decoder.ff_size=16"]
+          if decoder == "transformer" else []),
+    ])  # fmt: skip
+    torch.manual_seed(0)
+    return build_model(cfg, VOCAB, VOCAB).eval()
+
+
+def source_and_target():
+    src = torch.tensor([[5, 6, 7, EOS_ID], [8, 9, EOS_ID, PAD_ID]])  # (2, 4)
+    tgt_in = torch.tensor([[BOS_ID, 7, 6, 5, 9], [BOS_ID, 9, 8, PAD_ID, PAD_ID]])  # (2, 5)
+    return src, src != PAD_ID, tgt_in
+
+
+@pytest.mark.parametrize("future_mask", [True, False])
+def test_a_later_target_changes_earlier_logits_only_without_the_future_mask(future_mask):
+    model = tiny_model()
+    src, src_mask, tgt_in = source_and_target()
+    changed = tgt_in.clone()
+    changed[0, 3] = 10  # a later token of the first sentence
+    with torch.no_grad():
+        before, _ = model(src, src_mask, tgt_in, future_mask=future_mask)
+        after, _ = model(src, src_mask, changed, future_mask=future_mask)
+    earlier_same = torch.allclose(before[0, :3], after[0, :3], atol=1e-6)
+    assert earlier_same is future_mask
+    torch.testing.assert_close(before[1], after[1])  # the other sentence is untouched
+
+
+def test_without_the_future_mask_padding_is_still_masked():
+    model = tiny_model()
+    src, src_mask, tgt_in = source_and_target()
+    with torch.no_grad():
+        batched, _ = model(src, src_mask, tgt_in, future_mask=False)
+        alone, _ = model(src[1:, :3], src_mask[1:, :3], tgt_in[1:, :3], future_mask=False)
+    torch.testing.assert_close(batched[1, :3], alone[0], atol=1e-5, rtol=1e-5)
+
+
+def test_the_default_pass_is_unchanged_by_the_new_keyword():
+    model = tiny_model()
+    src, src_mask, tgt_in = source_and_target()
+    with torch.no_grad():
+        plain, _ = model(src, src_mask, tgt_in)
+        masked, _ = model(src, src_mask, tgt_in, future_mask=True)
+    assert torch.equal(plain, masked)
+
+
+def test_a_decoder_without_such_a_pass_refuses_future_mask_false():
+    model = tiny_model("gru")
+    src, src_mask, tgt_in = source_and_target()
+    with pytest.raises(ValueError, match="future_mask=False needs a decoder"):
+        model(src, src_mask, tgt_in, future_mask=False)

@@ -1,0 +1,78 @@
+"""The lab's √d_k experiment: part A at initialisation is deterministic (a fixed generator),
+so its quick run must show what the claim predicts; part B only has to run."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from helpers import is_png
+
+from seq2seq.lab.scaling import (
+    EXPERIMENT,
+    INIT_WIDTHS,
+    KEYS,
+    QUICK_TRAIN_WIDTHS,
+    SCORES,
+    softmax_jacobian_norms,
+    uniform_reference,
+)
+
+
+@pytest.fixture(scope="module")
+def quick(lab_quick):
+    return lab_quick(EXPERIMENT)
+
+
+def init_column(finding, score: str, key: str) -> list[float]:
+    return [row[key] for row in finding.table if row["part"] == "A init" and row["score"] == score]
+
+
+def test_scaled_variance_stays_near_one_and_unscaled_grows_with_d_k(quick):
+    for variance in init_column(quick, "scaled_dot", "score variance"):
+        assert 0.8 <= variance <= 1.25
+    unscaled = init_column(quick, "dot", "score variance")
+    for variance, width in zip(unscaled, INIT_WIDTHS, strict=True):
+        assert variance == pytest.approx(width, rel=0.2)
+
+
+def test_unscaled_scores_saturate_more_and_pass_less_gradient_as_d_k_grows(quick):
+    saturated = init_column(quick, "dot", "saturated")
+    assert saturated == sorted(saturated) and saturated[-1] > saturated[0] + 0.5
+    assert init_column(quick, "scaled_dot", "saturated") == [0.0] * len(INIT_WIDTHS)
+    entropy = init_column(quick, "dot", "entropy")
+    assert entropy == sorted(entropy, reverse=True) and entropy[0] < math.log(KEYS)
+    gradient = init_column(quick, "dot", "softmax grad norm")
+    scaled_gradient = init_column(quick, "scaled_dot", "softmax grad norm")
+    assert gradient[-1] < 0.5 * min(scaled_gradient)
+    assert quick.values[f"dot_{INIT_WIDTHS[-1]}_saturated"] == saturated[-1]
+
+
+def test_part_b_trains_both_scores_at_each_width(quick):
+    trained = [(row["score"], row["d_k"]) for row in quick.table if row["part"] == "B trained"]
+    assert trained == [(score, width) for width in QUICK_TRAIN_WIDTHS for score in SCORES]
+    for row in quick.table:
+        if row["part"] == "B trained":
+            assert 0.0 <= row["valid BLEU"] <= 100.0
+            assert row["score variance"] > 0.0 and row["variance trained"] > 0.0
+        else:
+            assert math.isnan(row["valid BLEU"]) and math.isnan(row["variance trained"])
+    assert quick.agrees in (True, None)  # part A holds, so never False
+
+
+def test_both_figures_are_pngs(quick):
+    assert [path.name for path in quick.figures] == ["scaling_init.png", "scaling_training.png"]
+    for path in quick.figures:
+        assert is_png(path)
+
+
+def test_the_softmax_jacobian_norm_matches_its_closed_form():
+    # J = diag(α) − ααᵀ; at the uniform over n keys ‖J‖_F² = (n − 1) / n²
+    assert uniform_reference()["softmax grad norm"] == pytest.approx(math.sqrt(KEYS - 1) / KEYS)
+    scores = torch.tensor([[0.3, -1.2, 2.0]])
+    weights = torch.softmax(scores, dim=-1)[0]
+    jacobian = torch.diag(weights) - torch.outer(weights, weights)
+    assert softmax_jacobian_norms(scores).item() == pytest.approx(jacobian.norm().item(), rel=1e-5)
+    one_hot = softmax_jacobian_norms(torch.tensor([[60.0, 0.0, 0.0]]))
+    assert one_hot.item() < 1e-10

@@ -1,0 +1,91 @@
+"""The lab's vanishing-gradient experiment: the gradients at initialisation are deterministic
+(fixed seeds), so its quick run must show the RNN's fading fastest; training only has to run."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from helpers import is_png
+
+from seq2seq.lab.vanishing_gradients import (
+    CELLS,
+    EXPERIMENT,
+    FORGET_BIAS,
+    HIDDEN,
+    QUICK,
+    VOCAB,
+    RecallModel,
+    gradient_norms,
+    longest_learned,
+    recall_batch,
+    verdict,
+)
+
+
+@pytest.fixture(scope="module")
+def quick(lab_quick):
+    return lab_quick(EXPERIMENT)
+
+
+def test_at_init_the_rnn_gradient_fades_faster_than_the_lstm_one(quick):
+    values = quick.values
+    assert values["rnn_init_grad"][-1] < values["lstm_init_grad"][-1]
+    assert values["rnn_init_decay"] < values["lstm_init_decay"]
+    for cell in CELLS:  # K steps back is further than 2 steps back for every cell
+        assert values[f"{cell}_init_grad"][-1] < values[f"{cell}_init_grad"][0]
+
+
+def test_the_table_has_a_row_per_cell_and_distance(quick):
+    assert [(row["cell"], row["K"]) for row in quick.table] == list(
+        itertools.product(CELLS, QUICK.distances)
+    )
+    for row in quick.table:
+        assert 0.0 <= row["accuracy"] <= 1.0 and row["grad init"] > 0
+    assert quick.values["forget_bias"] == FORGET_BIAS == 1.0
+    assert quick.agrees in (True, False, None) and "forget bias 1.0" in quick.summary
+
+
+def test_both_figures_are_written_as_png(quick):
+    assert [path.name for path in quick.figures] == [
+        "gradient_vs_distance.png", "accuracy_vs_distance.png"
+    ]  # fmt: skip
+    for path in quick.figures:
+        assert is_png(path)
+
+
+def test_a_recall_sequence_holds_k_plus_one_symbols_and_the_model_reads_the_first():
+    symbols = recall_batch(5, 7, torch.Generator().manual_seed(0))
+    assert symbols.shape == (7, 6) and 0 <= int(symbols.min()) and int(symbols.max()) < VOCAB
+    model = RecallModel("lstm")
+    assert model(symbols).shape == (7, VOCAB)
+    forget = model.encoder.rnn.bias_ih_l0[HIDDEN : 2 * HIDDEN]  # the forget gate's chunk
+    assert torch.all(forget == FORGET_BIAS)
+
+
+def test_the_gradient_of_the_first_symbol_is_exactly_zero_when_the_readout_ignores_it():
+    torch.manual_seed(0)
+    model = RecallModel("rnn")
+    with torch.no_grad():  # a zero recurrent matrix: the final state sees the last symbol only
+        model.encoder.rnn.weight_hh_l0.zero_()
+    first, last = gradient_norms(model, recall_batch(3, 5, torch.Generator().manual_seed(1)))
+    assert first == 0.0 and last > 0.0
+
+
+def rows_of(accuracies: dict[str, list[float]], distances=(2, 5, 10)) -> list[dict]:
+    pairs = {cell: zip(distances, accuracies[cell], strict=True) for cell in CELLS}
+    return [{"cell": cell, "K": k, "accuracy": a} for cell in CELLS for k, a in pairs[cell]]
+
+
+def test_the_longest_distance_learned_stops_at_the_first_failure():
+    rows = rows_of({"rnn": [0.95, 0.5, 0.99], "gru": [1.0, 1.0, 0.2], "lstm": [0.1, 1.0, 1.0]})
+    assert longest_learned(rows) == {"rnn": 2, "gru": 5, "lstm": 0}
+
+
+def test_the_verdict_needs_both_a_faster_fading_gradient_and_a_shorter_reach():
+    fading = {"rnn": 1e-9, "gru": 1e-5, "lstm": 1e-3}
+    assert verdict(fading, {"rnn": 5, "gru": 10, "lstm": 20}) is True
+    assert verdict(fading, {"rnn": 5, "gru": 5, "lstm": 20}) is None
+    assert verdict(fading, {"rnn": 10, "gru": 5, "lstm": 20}) is False
+    assert verdict({**fading, "gru": 1e-10}, {"rnn": 5, "gru": 10, "lstm": 20}) is False
