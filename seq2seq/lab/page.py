@@ -177,17 +177,23 @@ def write_index(out_root: Path, experiments: list[Experiment]) -> Path:
             continue
         record = json.loads(record_file.read_text(encoding="utf-8"))
         agrees = {True: "yes", False: "no", None: "undecided"}[record["agrees"]]
+        models = record.get("models", [])
         rows.append({
             "experiment": f"[{experiment.title}]({experiment.name}.md)",
             "agrees with the claim": agrees,
-            "minutes": round(record["seconds"] / 60, 1),
+            "minutes (this run)": round(record["seconds"] / 60, 1),
+            "models": len(models),
+            "their training, minutes": round(sum(m["train_minutes"] for m in models), 1),
+            "reused": sum(1 for m in models if m["reused"]),
             "ceiling GFLOP/s": round(record["machine"]["ceiling_gflops"]),
         })  # fmt: skip
     text = "\n".join([
         "# The attention lab",
         "",
         "Each classic claim about RNNs and attention, run as an experiment: "
-        "`seq2seq-lab NAME` (`--quick` for a run of seconds), `make lab` for all of them.",
+        "`seq2seq-lab NAME` (`--quick` for a run of seconds), `make lab` for all of them. "
+        "Trained models are kept and shared: a model another experiment (or an earlier "
+        "run) trained is reused, and its training time is not in the run's minutes.",
         "",
         markdown_table(rows),
         "",
