@@ -118,7 +118,7 @@ compare-attention compare-encoders compare-aligner compare-summary: compare-%: $
 
 # The attention lab (seq2seq.lab, docs/lab/): every experiment at its default size; pages and
 # figures into docs/lab/, trained models into outputs/lab/runs (reused by a second call, so an
-# interrupted make lab continues). One experiment: make lab LAB=masks. About 45 min on 2 cores.
+# interrupted make lab continues). One experiment: make lab LAB=masks. About 32 min on 2 cores.
 LAB ?= all
 .PHONY: lab
 lab: $(STAMP)
