@@ -16,20 +16,11 @@ from omegaconf import DictConfig
 from seq2seq import plugins
 from seq2seq.config import register_configs
 from seq2seq.data.config import DataConfig
+from seq2seq.lab.presets import TOY_GRU
 
 # A model small enough to train on the toy tasks in seconds on one CPU core.
 TINY_TOY = [
-    "data=toy_reverse",
-    "data.toy_train_size=512",
-    "data.toy_valid_size=32",
-    "data.toy_test_size=32",
-    "data.max_tokens=512",
-    "encoder=gru",
-    "decoder=gru",
-    "attention=additive",
-    "encoder.hidden_size=16",
-    "decoder.hidden_size=32",
-    "model.embed_dim=32",
+    *TOY_GRU,
     "trainer.threads=1",
     "trainer.log_every=1",
     "logging.progress_bar=false",

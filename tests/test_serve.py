@@ -96,6 +96,16 @@ class HeldEngine:
         return getattr(self.engine, name)
 
 
+def holding_the_worker(client, held, sentences: list[str]) -> threading.Thread:
+    """Send one request in a thread and wait until the worker holds its batch (`HeldEngine`),
+    so that the requests sent next queue up behind it."""
+    first = threading.Thread(target=client.post, args=("/translate",),
+                             kwargs={"json": {"sentences": sentences}})  # fmt: skip
+    first.start()
+    assert held.started.wait(10)  # the worker holds the first batch
+    return first
+
+
 def in_threads(client, bodies: list[dict], queue) -> tuple[list, list]:
     """POST each body from its own thread, in order, each once the queue holds the one
     before it (so that arrival order is fixed); the threads and their responses."""
@@ -201,10 +211,7 @@ def test_no_interactive_docs_that_load_from_a_cdn(engine):
 def test_concurrent_requests_are_merged_into_one_batch_per_setting(engine):
     held = HeldEngine(engine)
     with serving(held, max_wait_ms=50) as client:
-        first = threading.Thread(target=client.post, args=("/translate",),
-                                 kwargs={"json": {"sentences": ["a b"]}})  # fmt: skip
-        first.start()
-        assert held.started.wait(10)  # the worker holds the first batch
+        first = holding_the_worker(client, held, ["a b"])
         bodies = [{"sentences": ["a b c"], "beam_size": 2}, {"sentences": ["j i"], "beam_size": 1},
                   {"sentences": ["c d", "e f"], "beam_size": 2}, {"sentences": ["h"], "beam_size": 1}]  # fmt: skip
         threads, responses = in_threads(client, bodies, client.app.state.service.queue)
@@ -224,10 +231,7 @@ def test_concurrent_requests_are_merged_into_one_batch_per_setting(engine):
 def test_a_full_queue_answers_503_and_the_queued_requests_still_succeed(engine):
     held = HeldEngine(engine)
     with serving(held, max_queue=1, max_wait_ms=0) as client:
-        first = threading.Thread(target=client.post, args=("/translate",),
-                                 kwargs={"json": {"sentences": ["a"]}})  # fmt: skip
-        first.start()
-        assert held.started.wait(10)
+        first = holding_the_worker(client, held, ["a"])
         threads, responses = in_threads(client, [{"sentences": ["b"]}], client.app.state.service.queue)  # fmt: skip
         refused = client.post("/translate", json={"sentences": ["c"]})
         held.release.set()
@@ -255,10 +259,7 @@ def test_a_model_error_answers_500_for_that_request_only_and_serving_goes_on(eng
 def test_a_failing_request_merged_with_others_fails_alone(engine):
     held = HeldEngine(engine)
     with serving(held, max_wait_ms=50) as client:
-        first = threading.Thread(target=client.post, args=("/translate",),
-                                 kwargs={"json": {"sentences": ["a"]}})  # fmt: skip
-        first.start()
-        assert held.started.wait(10)
+        first = holding_the_worker(client, held, ["a"])
         bodies = [{"sentences": ["a b"]}, {"sentences": ["boom"]}, {"sentences": ["c d"]}]
         threads, responses = in_threads(client, bodies, client.app.state.service.queue)
         held.release.set()

@@ -30,7 +30,9 @@ TATOEBA_GRU = [
     "schedule.warmup_steps=60",
 ]
 
-QUICK_GRU = [
+# The toy reverse task and a GRU model small enough to train on it in seconds on one core
+# (also the base of the tests' tiny runs, tests/helpers.py).
+TOY_GRU = [
     "data=toy_reverse",
     "data.toy_train_size=512",
     "data.toy_valid_size=32",
@@ -42,6 +44,10 @@ QUICK_GRU = [
     "encoder.hidden_size=16",
     "decoder.hidden_size=32",
     "model.embed_dim=32",
+]
+
+QUICK_GRU = [
+    *TOY_GRU,
     f"trainer.max_steps={QUICK_STEPS}",
     "trainer.valid_every=15",
     "trainer.log_every=5",
