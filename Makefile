@@ -68,6 +68,19 @@ bench: $(STAMP)
 bench-peer: $(STAMP)
 	$(PY) scripts/bench_peer.py $(ARGS)
 
+# Decoding speed and BLEU of every engine on the same models, in one run (seq2seq.bench.engines):
+# the project's search at commit BASELINE and now, int8, and CTranslate2 float32/int8 for a
+# Transformer; 1 and 2 threads, greedy and beam 5, the 1,000 test sentences; the entry goes to
+# BENCHMARKS.md. MODELS: NAME=CHECKPOINT ... (default: the newest make train checkpoint).
+# About 25 min on 2 cores for three models. A smoke run:
+#   make bench-inference MODELS=t=RUN/checkpoints/best.pt ARGS="--sentences 20 --reps 1 --out /tmp/i.md"
+MODELS   ?= default=$(lastword $(shell ls -t outputs/default_cpu/*/checkpoints/best.pt 2>/dev/null | head -1))
+BASELINE ?=
+.PHONY: bench-inference
+bench-inference: $(STAMP)
+	$(PY) scripts/bench_inference.py $(foreach model,$(MODELS),--model $(model)) \
+	  $(if $(BASELINE),--baseline $(BASELINE)) $(ARGS)
+
 # Preparation time and peak memory, and training start-up time, at Tatoeba's 26k pairs and
 # at synthetic corpora of 250k, 1M and 5M pairs (seq2seq-data synth), appended to
 # BENCHMARKS.md; work files (about 2 GB at 5M) in bench/data_scale/. About 25 min on 2 cores.

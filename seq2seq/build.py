@@ -103,6 +103,7 @@ def _embedding(cfg: DictConfig, vocab_size: int) -> TokenEmbedding:
         cfg.model.embed_dim,
         scale=cfg.model.scale_embeddings,
         dropout=cfg.model.embed_dropout,
+        word_dropout=cfg.model.word_dropout,
     )
 
 

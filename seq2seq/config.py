@@ -48,6 +48,7 @@ class ModelConfig:
     embed_dim: int = 256
     scale_embeddings: bool = True
     embed_dropout: float = 0.1
+    word_dropout: float = 0.0  # a whole embedding zeroed per token (seq2seq.models.dropout)
     tie_embeddings: bool = True  # target embeddings shared with the output projection
     # The most parameters (and recomputed buffer elements, such as the sinusoid position
     # table) a model may have: a larger config is refused before anything is allocated,

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from seq2seq.build import ConfigError, build_model
+from seq2seq.build import ConfigError, build_model, count_parameters
 from seq2seq.checkpoint import (
     ALIGNMENT_CHOICE_KEY,
     AlignmentChoice,
@@ -37,6 +37,7 @@ from seq2seq.checkpoint_config import validated_config
 from seq2seq.data.batching import collate
 from seq2seq.data.tokenizer import Tokenizer, tokenizer_from_bytes
 from seq2seq.decoding import SearchSettings, translate_ids
+from seq2seq.quantization import check_quantization, quantized
 from seq2seq.search import Hypothesis
 from seq2seq.sizing import Vocabulary, check_state_shapes
 from seq2seq.special_tokens import UNK_ID
@@ -137,21 +138,29 @@ class Translator:
         config,
         device,
         alignment_choice: AlignmentChoice | None = None,
+        quantization: str = "float32",
     ):
         self.model, self.config, self.device = model, config, device
         self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
         self.max_source_len = int(config.data.max_len)
         self.alignment_choice = alignment_choice  # the valid-gold choice training stored
+        self.quantization = quantization  # "int8": `model` is a dynamically quantised copy
+        self.parameters = count_parameters(model)  # before quantisation hides the weights
 
     def attention_shape(self) -> tuple[int, int] | None:
         """(layers, heads) of the model's cross-attention; None without attention."""
         return attention_shape(self.model, self.device)
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device = "cpu") -> Translator:
+    def load(
+        cls, path: str | Path, device: str | torch.device = "cpu", quantization: str = "float32"
+    ) -> Translator:
         """The checkpoint's model and tokenisers; CheckpointError (one line naming the file
-        and the offending key) for anything that cannot be used as it is."""
+        and the offending key) for anything that cannot be used as it is. `quantization` int8
+        decodes with a dynamically quantised copy of the model (`seq2seq.quantization`,
+        CPU only; QuantizationError otherwise)."""
         device = torch.device(device)
+        check_quantization(quantization, device)
         payload = load_checkpoint(path, map_location=device)
         check_plugins(payload, path, plugins_hint("--plugins"))  # imported by the user only
         try:
@@ -167,7 +176,10 @@ class Translator:
             raise CheckpointError(f"{path}: weights do not fit its own config: {error}") from error
         model.to(device).eval()
         choice = stored_alignment_choice(payload, model, device, path)
-        return cls(model, tokenizers["src"], tokenizers["tgt"], config, device, choice)
+        translator = cls(model, tokenizers["src"], tokenizers["tgt"], config, device, choice)
+        translator.model = quantized(model, quantization, device)
+        translator.quantization = quantization
+        return translator
 
     def encode_source(self, line: str, line_number: int) -> list[int]:
         ids = self.src_tokenizer.encode(line)

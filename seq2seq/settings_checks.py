@@ -193,7 +193,7 @@ SECTION_RULES: dict[str, dict[str, Rule]] = {
     "encoder": PART_RULES,
     "decoder": PART_RULES,
     "attention": PART_RULES,
-    "model": {"embed_dim": at_least(1), "embed_dropout": FRACTION, "max_parameters": at_least(1)},
+    "model": {"embed_dim": at_least(1), "embed_dropout": FRACTION, "word_dropout": FRACTION, "max_parameters": at_least(1)},
     "optim": {
         "lr": positive_finite,
         "eps": positive_finite,

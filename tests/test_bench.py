@@ -68,12 +68,35 @@ def test_bench_shows_no_machine_specific_absolute_path(tmp_path, monkeypatch):
 
 
 def test_an_entry_starts_a_new_file_with_the_header_and_follows_a_blank_line(tmp_path):
+    """Without a `# History` heading (a fresh --out file), entries go at the end."""
     path = tmp_path / "BENCHMARKS.md"
     append_entry(path, ["## first", "", "- a"])
     append_entry(path, ["## second"])
     text = path.read_text(encoding="utf-8")
-    assert text.startswith(HEADER.rstrip("\n") + "\n\n## first\n\n- a\n\n## second\n")
+    assert text == HEADER.rstrip("\n") + "\n\n## first\n\n- a\n\n## second\n"
     assert text.count("# Benchmarks") == 1
+
+
+def test_an_entry_goes_directly_below_the_history_heading_newest_first(tmp_path):
+    """With a `# History` heading, each new entry goes right below it, above the older ones;
+    the current results above the heading stay as they are."""
+    path = tmp_path / "BENCHMARKS.md"
+    current = "# Benchmarks\n\n# Current results\n\n## Speed\n\n- 1.0×\n\n# History\n\n"
+    oldest = "## 2026-01-01 09:00\n\n- old\n"
+    path.write_text(current + oldest, encoding="utf-8")
+    append_entry(path, ["## 2026-01-02 09:00", "", "- newer"])
+    append_entry(path, ["## 2026-01-03 09:00", "", "- newest"])
+    newer = "## 2026-01-03 09:00\n\n- newest\n\n## 2026-01-02 09:00\n\n- newer\n\n"
+    assert path.read_text(encoding="utf-8") == current + newer + oldest
+
+
+def test_the_first_entry_below_an_empty_history_ends_the_file(tmp_path):
+    path = tmp_path / "BENCHMARKS.md"
+    path.write_text("# Benchmarks\n\n# History\n\n", encoding="utf-8")
+    append_entry(path, ["## 2026-01-01 09:00", "", "- first"])
+    assert path.read_text(encoding="utf-8") == (
+        "# Benchmarks\n\n# History\n\n## 2026-01-01 09:00\n\n- first\n"
+    )
 
 
 def test_bench_composes_a_preset_in_a_fresh_process():
@@ -122,10 +145,12 @@ def test_a_training_row_shows_mfu_against_the_ceiling_and_a_failure_keeps_the_co
 
 def test_the_dropout_table_gives_medians_and_the_speed_up_over_every_site():
     seconds = {"every site": [0.30, 0.20, 0.25], "inputs + sublayer outputs": [0.2, 0.2, 0.2],
-               "none": [0.10, 0.5, 0.125]}  # fmt: skip
+               "token: inputs + sublayer outputs": [0.15, 0.15, 0.15],
+               "token + word dropout": [0.16, 0.16, 0.16], "none": [0.10, 0.5, 0.125]}  # fmt: skip
     rows = {name: {"gflops_per_step": 10.0} for name in DROPOUT_VARIANTS}
     table = [cells(line) for line in dropout_table(seconds, rows, ceiling=100.0)[2:]]
-    every, fewer, none = table
+    every, fewer, token, _, none = table
+    assert token[0] == "token: inputs + sublayer outputs" and token[5] == "1.67×"
     assert every[2:] == ["0.250", "0.300, 0.200, 0.250", "40.0%", "1.00×"]  # 10/0.25/100
     assert fewer[2] == "0.200" and fewer[5] == "1.25×"  # 0.25 / 0.2
     assert none[2] == "0.125" and none[5] == "2.00×"

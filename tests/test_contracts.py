@@ -206,3 +206,22 @@ def test_seq2seq_check_fails_a_plugin_without_its_preset_and_names_the_check(lab
 def test_seq2seq_check_refuses_an_unknown_component_in_one_line(capsys):
     code, _, err = run_main(check_cli.main, capsys, "score", "bilinearr", "--quick")
     assert code == 2 and err.count("\n") == 1 and "score must be one of" in err
+
+
+@pytest.mark.parametrize(("declared", "message"), [
+    (frozenset({"hidden"}), "a step changed source_state entry 'hidden'"),
+    (frozenset({"cache"}), "source_state names \\['cache'\\], which its state lacks"),
+])  # fmt: skip
+def test_a_wrong_source_state_declaration_fails_the_incremental_check(declared, message):
+    from seq2seq.models.attention import Attention
+    from seq2seq.models.decoders import RNNDecoder
+    from seq2seq.testing.incremental import source_entries_unchanged
+    from seq2seq.testing.results import Violation
+
+    torch.manual_seed(0)
+    decoder = RNNDecoder(8, attention=lambda **widths: Attention(**widths), hidden_size=8)
+    decoder.source_state = declared
+    memory, mask = torch.randn(2, 3, 8), torch.ones(2, 3, dtype=torch.bool)
+    state = decoder.init_state(memory, mask, torch.randn(2, 8))
+    with pytest.raises(Violation, match=message):
+        source_entries_unchanged(decoder, state, [torch.randn(2, 1, 8)] * 2, "decoder")

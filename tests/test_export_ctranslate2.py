@@ -16,12 +16,10 @@ import random
 
 import pytest
 import torch
-from helpers import compose_config, run_main
-from omegaconf import OmegaConf
+from helpers import compose_config, letters, reversed_text, run_main, save_model, train_reverse
 
 from seq2seq.build import build_model
-from seq2seq.checkpoint import FORMAT_VERSION, load_checkpoint, save_checkpoint
-from seq2seq.data.batching import collate
+from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.data.tokenizer import SubwordTokenizer
 from seq2seq.decoding import SearchSettings
 from seq2seq.inference import Translator
@@ -34,7 +32,6 @@ from seq2seq.cli import export as export_cli  # noqa: E402
 from seq2seq.cli import translate as translate_cli  # noqa: E402
 from seq2seq.export.engine import CTranslate2Translator  # noqa: E402
 
-LETTERS = "abcdefghijkl"
 TRANSFORMER = [
     "encoder=transformer", "decoder=transformer", "attention=multihead", "data=toy_reverse",
     "model.embed_dim=32", "model.embed_dropout=0", "attention.heads=4",
@@ -46,50 +43,11 @@ GRU = ["encoder=gru", "decoder=gru", "attention=additive", "data=toy_reverse", "
        "encoder.hidden_size=16", "decoder.hidden_size=32"]  # fmt: skip
 
 
-def letters(rng: random.Random, count: int) -> list[str]:
-    return [" ".join(rng.choices(LETTERS, k=rng.randint(3, 9))) for _ in range(count)]
-
-
-def reversed_text(line: str) -> str:
-    return " ".join(reversed(line.split()))
-
-
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
     texts = letters(random.Random(0), 2000)
     folder = tmp_path_factory.mktemp("spm")
     return SubwordTokenizer.train(texts, lang="toy", vocab_size=40, folder=folder, vocab_cap=True)
-
-
-def save_model(path, model, cfg, tokenizer) -> None:
-    """A checkpoint as the trainer writes it (the keys a translator reads)."""
-    side = {"lang": "toy", "kind": tokenizer.kind, "model": tokenizer.to_bytes()}
-    payload = {
-        "format": FORMAT_VERSION,
-        "model": model.state_dict(),
-        "config": OmegaConf.to_container(cfg, resolve=True, enum_to_str=True),
-        "tokenizers": {"src": side, "tgt": side},
-        "progress": {"step": 0},
-    }
-    save_checkpoint(path, payload)
-
-
-def train(model, tokenizer, steps: int = 350) -> None:
-    """Teacher-forced cross-entropy on random reverse pairs, one thread (a few seconds)."""
-    rng, optimizer = random.Random(1), torch.optim.Adam(model.parameters(), lr=3e-3)
-    model.train()
-    for _ in range(steps):
-        lines = letters(rng, 64)
-        pairs = [(tokenizer.encode(line), tokenizer.encode(reversed_text(line))) for line in lines]
-        batch = collate(pairs, list(range(len(pairs))))
-        logits, _ = model(batch.src, batch.src_mask, batch.tgt_in)
-        loss = torch.nn.functional.cross_entropy(
-            logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0
-        )
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +60,7 @@ def trained(tmp_path_factory, tokenizer):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        train(model, tokenizer)
+        train_reverse(model, tokenizer)
     finally:
         torch.set_num_threads(threads)
     checkpoint = folder / "best.pt"
@@ -309,3 +267,15 @@ def test_variants_give_the_same_greedy_output_untrained(tmp_path, tokenizer, ove
     ours = Translator.load(tmp_path / "model.pt").translate(lines, settings)
     theirs = CTranslate2Translator.load(tmp_path / "out", threads=1).translate(lines, settings)
     assert nbest_tokens(theirs) == nbest_tokens(ours)  # scores differ: PAD/BOS are likely here
+
+
+def test_a_float32_export_runs_in_int8_when_asked(trained, sentences):
+    _, out32, out8 = trained
+    settings = SearchSettings(beam_size=1)
+    converted = CTranslate2Translator.load(out32, threads=1, compute_type="int8")
+    assert converted.compute_type == "int8"
+    assert CTranslate2Translator.load(out32, threads=1).compute_type == "float32"
+    stored = CTranslate2Translator.load(out8, threads=1).translate(sentences[:100], settings)
+    found = converted.translate(sentences[:100], settings)
+    same = sum(a.text == b.text for a, b in zip(found, stored, strict=True))
+    assert same >= 95, same  # converted at load or at export: the same int8 weights

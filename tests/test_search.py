@@ -406,3 +406,59 @@ def test_output_is_capped_at_the_decoder_position_table(search, family):
         found = search(model, src, src != PAD_ID, max_len_a=0.0, max_len_b=1000)
     hypotheses = [h for item in found for h in (item if isinstance(item, list) else [item])]
     assert hypotheses and all(len(h.tokens) <= 7 for h in hypotheses)
+
+
+class AlwaysAttending(TinyAttentionModel):
+    """Returns its attention even when not asked, as an RNN's additive attention does."""
+
+    def decode_step(self, prev_tokens, state, need_weights=True):
+        return super().decode_step(prev_tokens, state, need_weights=True)
+
+
+@pytest.mark.parametrize("search", [greedy_search, beam_search])
+def test_attention_a_model_returns_unasked_is_dropped(search):
+    model = AlwaysAttending(seed=21)
+    _, src, src_mask = random_case(seed=21)
+    found = search(model, src, src_mask, max_len_b=6, need_weights=False)
+    hypotheses = [h for item in found for h in (item if isinstance(item, list) else [item])]
+    assert hypotheses and all(h.attention is None for h in hypotheses)
+
+
+@pytest.mark.parametrize("family", ["gru", "cnn", "transformer"])
+def test_beam_leaves_source_state_in_place_and_finds_the_same(family, monkeypatch):
+    """Beam search does not reorder a decoder's `source_state` within a sentence; reordering
+    every entry, as for a decoder that declares none, gives the same hypotheses."""
+    from helpers import TINY_TOY, compose_config
+
+    from seq2seq.build import build_model
+
+    cfg = compose_config(TINY_TOY + [f"encoder={family}", f"decoder={family}", "attention=dot",
+                                     "encoder.hidden_size=32", "decoder.hidden_size=32"])  # fmt: skip
+    torch.manual_seed(3)
+    model = build_model(cfg, 14, 14).eval()
+    assert model.decoder.source_state  # each family declares its source entries
+    src = torch.tensor([[5, 6, 7, 8, EOS_ID], [9, 10, EOS_ID, PAD_ID, PAD_ID]])
+    with torch.no_grad():
+        kept = beam_search(model, src, src != PAD_ID, beam_size=4, n_best=4, max_len_b=8)
+        monkeypatch.setattr(type(model.decoder), "source_state", frozenset())
+        reordered = beam_search(model, src, src != PAD_ID, beam_size=4, n_best=4, max_len_b=8)
+    for one, other in zip(kept, reordered, strict=True):
+        assert [h.tokens for h in one] == [h.tokens for h in other]
+        assert [h.score for h in one] == pytest.approx([h.score for h in other], abs=1e-6)
+
+
+@pytest.mark.parametrize("width", [7, 64 * 20, 64 * 20 + 1, 8000, 8001])
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_top_k_equals_torch_topk(width, k):
+    from seq2seq.search.common import top_k
+
+    generator = torch.Generator().manual_seed(width * 31 + k)
+    values = torch.randn(37, width, generator=generator)
+    values[0] = float("-inf")  # a row that may emit nothing but its one allowed token
+    values[0, width // 2] = -3.0
+    values[1, -1] = 50.0  # the largest entry in the last, shorter block
+    k = min(k, width)
+    expected, found = values.topk(k, dim=1), top_k(values, k)
+    assert torch.equal(found[0], expected.values)
+    assert torch.equal(found[1][1:], expected.indices[1:])  # row 0: ties among -inf
+    assert found[1][0, 0] == width // 2 and found[1][1, 0] == width - 1

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import compose_config, run_main
+from helpers import TOY_TRANSFORMER, compose_config, run_main
 
 pytest.importorskip("fastapi", reason="fastapi is not installed (pip install '.[serve]')")
 pytest.importorskip("httpx", reason="httpx (FastAPI's TestClient) is not installed (the dev extra)")
@@ -36,16 +36,6 @@ from seq2seq.serve.engine import TorchEngine  # noqa: E402
 from seq2seq.serve.limits import Limits, LimitsError  # noqa: E402
 from seq2seq.visualise.viewer import PAGE_SCRIPT, PAGE_STYLE, viewer_data  # noqa: E402
 
-TOY_TRANSFORMER = [
-    "data=toy_reverse", "data.toy_train_size=256", "data.toy_valid_size=8",
-    "data.toy_test_size=8", "data.max_tokens=512", "trainer.max_steps=2",
-    "trainer.valid_every=2", "trainer.threads=1", "trainer.test_search.beam_size=1",
-    "logging.progress_bar=false", "logging.tensorboard=false",
-    "encoder=transformer", "decoder=transformer", "attention=multihead",
-    "encoder.hidden_size=16", "decoder.hidden_size=16", "model.embed_dim=16",
-    "encoder.num_layers=1", "encoder.heads=4", "decoder.num_layers=2", "decoder.heads=4",
-    "attention.heads=4", "encoder.ff_size=24", "decoder.ff_size=24",
-]  # fmt: skip
 LINES = ["a b c d e", "j i h", "", "c c a b"]
 
 

@@ -2,7 +2,7 @@
 GPU check measure, as library functions (scripts/ holds only their command lines).
 
 * `entry`: the dated BENCHMARKS.md entry (machine lines, paths shown without a machine's
-  folders, appending);
+  folders, adding it at the top of the file's history);
 * `ceiling`: the float32 matmul ceiling, the denominator of MFU;
 * `presets`: composing a preset's training config as `seq2seq-train` does;
 * `training_speed`: timing the Trainer's own updates on the first batches of epoch 0;

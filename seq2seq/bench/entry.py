@@ -1,9 +1,10 @@
-"""The dated entry every benchmark appends to BENCHMARKS.md.
+"""The dated entry every benchmark adds to BENCHMARKS.md.
 
-An entry is a list of Markdown lines; `append_entry` adds it after a blank line (the file is
-created with `HEADER` when missing). Paths and the command line are shown relative to the
-current folder, or by their last three parts, so that no machine's folder layout is
-committed.
+An entry is a list of Markdown lines; `append_entry` puts it where the newest entry goes:
+directly below the file's `# History` heading (BENCHMARKS.md lists its entries newest
+first), or at the end of a file without that heading (a new file starts with `HEADER`).
+Paths and the command line are shown relative to the current folder, or by their last three
+parts, so that no machine's folder layout is committed.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ import torch
 
 HEADER = """# Benchmarks
 
-Entries appended by `make bench` (`scripts/bench.py`), newest last. Tokens are subword
-pieces (target: pieces + EOS; source: pieces + EOS). FLOPs are the analytic matrix-product
-counts of `seq2seq/flops.py` (a multiply-add = 2 FLOPs; training = 3 × forward); MFU is
-the achieved FLOP/s over the best matmul GFLOP/s measured in the same entry.
+Entries appended by the benchmark scripts (`make bench`, `make bench-peer`, `make
+bench-data`), newest last. Tokens are subword pieces (target: pieces + EOS; source: pieces +
+EOS). FLOPs are the analytic matrix-product counts of `seq2seq/flops.py` (a multiply-add = 2
+FLOPs; training = 3 × forward); MFU is the achieved FLOP/s over the best matmul GFLOP/s
+measured in the same entry.
 """
+
+HISTORY_LINE = "\n# History\n"  # new entries go directly below this heading, newest first
 
 
 def shown_path(path: str | Path) -> str:
@@ -65,6 +69,15 @@ def machine_lines(threads: int, device: torch.device) -> list[str]:
 
 
 def append_entry(path: Path, lines: list[str]) -> None:
-    """Append `lines` to `path` after a blank line (the file starts with HEADER if new)."""
+    """Add `lines` to `path` as its newest entry: directly below the `# History` heading,
+    before the entries already there, or else at the end after a blank line (a file that
+    does not exist yet starts with HEADER)."""
     text = path.read_text(encoding="utf-8") if path.is_file() else HEADER
-    path.write_text(text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    entry = "\n".join(lines).strip("\n") + "\n"
+    before, heading, after = text.partition(HISTORY_LINE)
+    if not heading:
+        text = text.rstrip("\n") + "\n\n" + entry
+    else:  # the heading, a blank line, the new entry, a blank line, the entries already there
+        older = after.lstrip("\n")
+        text = before + heading + "\n" + entry + ("\n" + older if older else "")
+    path.write_text(text, encoding="utf-8")

@@ -32,6 +32,7 @@ from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.cli.translate import OneLineParser, checked_settings, one_line, search_arguments
 from seq2seq.plugins import PluginError, import_plugins
+from seq2seq.quantization import QuantizationError
 from seq2seq.serve import INSTALL_HINT
 from seq2seq.serve.limits import Limits, LimitsError
 
@@ -119,13 +120,16 @@ def load_engine(args: argparse.Namespace) -> Any:
         if args.engine == "ctranslate2":
             from seq2seq.export.engine import CTranslate2Translator
 
-            translator = CTranslate2Translator.load(args.checkpoint, args.device, args.threads)
+            translator = CTranslate2Translator.load(
+                args.checkpoint, args.device, args.threads, args.quantization
+            )
             return CTranslate2Engine(translator, args.checkpoint)
         import_plugins(args.plugins)
         from seq2seq.inference import Translator
 
-        return TorchEngine(Translator.load(args.checkpoint, args.device), args.checkpoint)
-    except (CheckpointError, ConfigError, PluginError, ExportError) as error:
+        translator = Translator.load(args.checkpoint, args.device, args.quantization or "float32")
+        return TorchEngine(translator, args.checkpoint)
+    except (CheckpointError, ConfigError, PluginError, ExportError, QuantizationError) as error:
         print(f"{PROGRAM}: {one_line(error)}", file=sys.stderr)
         return None
 

@@ -53,6 +53,7 @@ from seq2seq.checkpoint import CheckpointError
 from seq2seq.decoding import SearchSettings, SearchSettingsError
 from seq2seq.inference import Translation, Translator
 from seq2seq.plugins import PluginError, import_plugins
+from seq2seq.quantization import QUANTIZATIONS, QuantizationError
 from seq2seq.visualise.probes import Probe, probes_for
 from seq2seq.visualise.text import attention_matrix_text
 
@@ -83,6 +84,13 @@ def search_arguments(parser: argparse.ArgumentParser, omit: Collection[str] = ()
                 help=f"{setting.metadata['help']} (default %(default)s)",
             )
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
+    parser.add_argument(
+        "--quantization",
+        choices=QUANTIZATIONS,
+        help="weights to decode with: int8 quantises a checkpoint's linear and recurrent "
+        "layers dynamically (CPU only) or runs an export in int8 (default: float32 for a "
+        "checkpoint, the precision an export was written in)",
+    )
     plugin_argument(parser)
 
 
@@ -137,8 +145,9 @@ def load_translator(args: argparse.Namespace, program: str) -> Translator | None
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:
         import_plugins(getattr(args, "plugins", None) or [])
-        return Translator.load(args.checkpoint, args.device)
-    except (CheckpointError, ConfigError, PluginError) as error:
+        quantization = getattr(args, "quantization", None) or "float32"  # seq2seq-align: none
+        return Translator.load(args.checkpoint, args.device, quantization)
+    except (CheckpointError, ConfigError, PluginError, QuantizationError) as error:
         print(f"{program}: {one_line(error)}", file=sys.stderr)
         return None
 
@@ -220,7 +229,9 @@ def translate_ctranslate2(args: argparse.Namespace, settings: SearchSettings, li
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:
-        translator = CTranslate2Translator.load(args.checkpoint, args.device)
+        translator = CTranslate2Translator.load(
+            args.checkpoint, args.device, compute_type=args.quantization
+        )
     except ExportError as error:
         print(f"seq2seq-translate: {one_line(error)}", file=sys.stderr)
         return 2

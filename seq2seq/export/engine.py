@@ -48,14 +48,23 @@ class CTranslate2Translator:
 
     def __init__(self, model, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, meta: dict):
         self.model, self.meta = model, meta
+        self.compute_type = str(meta.get("quantization"))  # what the weights are run in
         self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
         self.max_source_len = int(meta["max_source_len"])
         self.positions = int(meta["decoder_positions"])
         self.tgt_ids = {tgt_tokenizer.id_to_piece(i): i for i in range(tgt_tokenizer.vocab_size)}
 
     @classmethod
-    def load(cls, folder: str | Path, device: str = "cpu", threads: int | None = None):
-        """ExportError (one line) for a folder that is not a seq2seq-export output."""
+    def load(
+        cls,
+        folder: str | Path,
+        device: str = "cpu",
+        threads: int | None = None,
+        compute_type: str | None = None,
+    ):
+        """ExportError (one line) for a folder that is not a seq2seq-export output.
+        `compute_type` (CTranslate2's: float32, int8, ...) converts the weights at load;
+        None keeps the precision the folder was written in."""
         folder = Path(folder)
         meta = read_meta(folder)
         tokenizers = [_side_tokenizer(folder, meta, side) for side in ("src", "tgt")]
@@ -65,12 +74,15 @@ class CTranslate2Translator:
             model = ctranslate2.Translator(
                 str(folder), device=parsed.type, device_index=parsed.index or 0,
                 intra_threads=threads or torch.get_num_threads(),
+                compute_type=compute_type or "default",
             )  # fmt: skip
         except (RuntimeError, ValueError) as error:
             raise ExportError(
                 f"{folder}: CTranslate2 cannot load the model ({_first_line(error)})"
             ) from error
-        return cls(model, *tokenizers, meta)
+        translator = cls(model, *tokenizers, meta)
+        translator.compute_type = compute_type or str(meta.get("quantization"))
+        return translator
 
     def encode_source(self, line: str, line_number: int) -> list[int]:
         ids = self.src_tokenizer.encode(line)

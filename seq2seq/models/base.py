@@ -74,6 +74,10 @@ class Decoder(nn.Module):
     """
 
     output_dim: int
+    # The state entries that depend only on the source sentence (projected attention
+    # memory, the source mask): equal in every beam row of one sentence, so beam search
+    # does not reorder them when rows move within their sentence. Empty: reorder all.
+    source_state: frozenset[str] = frozenset()
 
     def init_state(
         self, memory: torch.Tensor, src_mask: torch.Tensor, init_hidden: torch.Tensor
@@ -91,12 +95,18 @@ class Decoder(nn.Module):
         raise NotImplementedError
 
 
-def reorder_state(state: Any, index: torch.Tensor) -> Any:
+def reorder_state(state: Any, index: torch.Tensor, keep: frozenset[str] = frozenset()) -> Any:
     """Select `index` along the batch dim of every tensor in a (nested) decoder state.
 
     Used by beam search both to expand a batch to `batch * beam` rows and to follow the
-    surviving hypotheses after pruning.
+    surviving hypotheses after pruning. The top-level entries named in `keep` are returned
+    as they are (see `Decoder.source_state`).
     """
+    if isinstance(state, dict) and keep:
+        return {
+            key: value if key in keep else reorder_state(value, index)
+            for key, value in state.items()
+        }
     if isinstance(state, torch.Tensor):
         return state.index_select(0, index)
     if isinstance(state, dict):
@@ -104,3 +114,9 @@ def reorder_state(state: Any, index: torch.Tensor) -> Any:
     if isinstance(state, (list, tuple)):
         return type(state)(reorder_state(value, index) for value in state)
     return state
+
+
+def source_state(model: Any) -> frozenset[str]:
+    """The `source_state` entries of the model's decoder (none for a decoder that declares
+    none, so that its whole state is reordered)."""
+    return frozenset(getattr(getattr(model, "decoder", None), "source_state", frozenset()))

@@ -13,25 +13,36 @@ import torch
 from torch import nn
 
 from seq2seq.models.base import Decoder, DecoderState, Encoder, EncoderOutput
+from seq2seq.models.dropout import TokenDropout
 from seq2seq.special_tokens import PAD_ID
 
 
 class TokenEmbedding(nn.Module):
-    """Token embeddings, optionally scaled by √d (Vaswani et al. 2017 §3.4), then dropout."""
+    """Token embeddings, optionally scaled by √d (Vaswani et al. 2017 §3.4), then word dropout
+    (whole embeddings zeroed, one draw per token: `seq2seq.models.dropout`) and dropout."""
 
-    def __init__(self, vocab_size: int, dim: int, *, scale: bool = True, dropout: float = 0.0):
+    def __init__(
+        self,
+        vocab_size: int,
+        dim: int,
+        *,
+        scale: bool = True,
+        dropout: float = 0.0,
+        word_dropout: float = 0.0,
+    ):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, dim, padding_idx=PAD_ID)
         nn.init.normal_(self.embedding.weight, mean=0.0, std=dim**-0.5)
         with torch.no_grad():
             self.embedding.weight[PAD_ID].zero_()
         self.scale = math.sqrt(dim) if scale else 1.0
+        self.word_dropout = TokenDropout(word_dropout)
         self.dropout = nn.Dropout(dropout)
         self.dim = dim
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         # (batch, time) -> (batch, time, dim)
-        return self.dropout(self.embedding(tokens) * self.scale)
+        return self.dropout(self.word_dropout(self.embedding(tokens) * self.scale))
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

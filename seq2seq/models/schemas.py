@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from seq2seq.models.dropout import DropoutUnit
 from seq2seq.models.positional import Positional
 
 
@@ -39,6 +40,7 @@ class TransformerConfig(LayerStackConfig):
     heads: int = 4
     ff_size: int = 1024
     dropout: float = 0.1  # on the input and on each sublayer's output (Vaswani et al. §5.4)
+    dropout_unit: DropoutUnit = DropoutUnit.element  # token: one draw per token (dropout.py)
     ff_dropout: float = 0.1  # inside the FFN, after ReLU; 0 skips the widest dropout mask
     attention_dropout: float = 0.0  # > 0 keeps CPU attention off torch's flash kernel
     positional: Positional = Positional.sinusoidal

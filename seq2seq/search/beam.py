@@ -24,16 +24,18 @@ from dataclasses import dataclass
 
 import torch
 
-from seq2seq.models.base import DecoderState, reorder_state
+from seq2seq.models.base import DecoderState, reorder_state, source_state
 from seq2seq.search.common import (
     Hypothesis,
     PartialOutputs,
+    asked_attention,
     check_search_inputs,
     decoder_positions,
     ended_hypotheses,
     gnmt_length_penalty,
     max_output_lengths,
     restrict_choices,
+    top_k,
 )
 from seq2seq.special_tokens import EOS_ID
 
@@ -175,23 +177,32 @@ def _advance(
     log_probs, attention, state = model.decode_step(
         beams.outputs.last_tokens(), beams.state, need_weights=need_weights
     )  # (rows, vocab), (rows, layers, heads, 1, src_len) | None
+    attention = asked_attention(attention, need_weights)
     at_max_len = (beams.max_lens <= step).repeat_interleave(beams.beam_size)  # (rows,)
     log_probs = restrict_choices(log_probs, at_max_len)
     candidates = _top_candidates(beams.outputs.scores, log_probs, beams.beam_size)
     _finalise(candidates, beams, attention, finished, src_mask)
-    beams = _prune(candidates, beams, attention, state)
+    beams = _prune(candidates, beams, attention, state, source_state(model))
     return _drop_done(beams, step, finished)
 
 
 def _top_candidates(scores: torch.Tensor, log_probs: torch.Tensor, beam_size: int) -> _Candidates:
-    """The 2·beam best extensions of each sentence over all its rows × the vocabulary."""
-    vocab = log_probs.size(1)
-    totals = scores.unsqueeze(1) + log_probs  # (rows, vocab)
-    totals = totals.view(-1, beam_size * vocab)  # (sentences, beam * vocab)
-    top_scores, flat_ids = totals.topk(2 * beam_size, dim=1)  # (sentences, 2 * beam)
+    """The 2·beam best extensions of each sentence over all its rows × the vocabulary.
+
+    In two stages that find the same set: each row's 2·beam best tokens (a row cannot place
+    more than that among its sentence's 2·beam best), then the 2·beam best of the
+    sentence's beam × 2·beam. Only the small first-stage table gets the rows' scores
+    added, instead of a (rows, vocab) array of totals.
+    """
+    width = 2 * beam_size
+    per_row = min(width, log_probs.size(1))
+    row_log_probs, row_tokens = top_k(log_probs, per_row)  # (rows, per_row)
+    totals = (scores.unsqueeze(1) + row_log_probs).view(-1, beam_size * per_row)
+    top_scores, flat_ids = totals.topk(width, dim=1)  # (sentences, 2 * beam)
     first_rows = torch.arange(totals.size(0), device=totals.device) * beam_size  # (sentences,)
-    rows = first_rows.unsqueeze(1) + torch.div(flat_ids, vocab, rounding_mode="floor")
-    return _Candidates(top_scores, rows, flat_ids % vocab)
+    rows = first_rows.unsqueeze(1) + torch.div(flat_ids, per_row, rounding_mode="floor")
+    tokens = row_tokens.view(-1, beam_size * per_row).gather(1, flat_ids)  # (sentences, 2 * beam)
+    return _Candidates(top_scores, rows, tokens)
 
 
 def _finalise(
@@ -223,8 +234,12 @@ def _prune(
     beams: _ActiveBeams,
     attention: torch.Tensor | None,
     state: DecoderState,
+    unchanged: frozenset[str],
 ) -> _ActiveBeams:
-    """The new beam: the `beam_size` best candidates that did not end in EOS, best first."""
+    """The new beam: the `beam_size` best candidates that did not end in EOS, best first.
+
+    Every new row extends a row of the same sentence, so the state entries that depend
+    only on the source (`unchanged`, the decoder's `source_state`) stay where they are."""
     ended = (candidates.tokens == EOS_ID).to(torch.uint8)  # (sentences, 2 * beam)
     # A stable sort moves the non-EOS candidates to the front and keeps them best first.
     keep = ended.sort(dim=1, stable=True).indices[:, : beams.beam_size]  # (sentences, beam)
@@ -233,7 +248,7 @@ def _prune(
     scores = candidates.scores.gather(1, keep).view(-1)
     step_attention = None if attention is None else attention.index_select(0, rows)
     outputs = beams.outputs.select(rows).extend(tokens, scores, step_attention)
-    state = reorder_state(state, rows)
+    state = reorder_state(state, rows, keep=unchanged)
     return _ActiveBeams(beams.sentence_ids, beams.max_lens, outputs, state, beams.beam_size)
 
 

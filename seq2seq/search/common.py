@@ -93,15 +93,62 @@ def decoder_positions(model) -> int | None:
 
 
 def restrict_choices(log_probs: torch.Tensor, at_max_len: torch.Tensor) -> torch.Tensor:
-    """A copy of log_probs (rows, vocab) with -inf for what a row may not emit: PAD and BOS
-    always, everything but EOS in the rows at their maximum length (at_max_len (rows,) bool).
+    """log_probs (rows, vocab), changed in place, with -inf for what a row may not emit: PAD
+    and BOS always, everything but EOS in the rows at their maximum length (at_max_len
+    (rows,) bool). Returns the same tensor.
 
-    The allowed entries keep the model's values, so scores stay its log-probabilities.
+    The allowed entries keep the model's values, so scores stay its log-probabilities. In
+    place: the search owns the fresh tensor `decode_step` returned, and a copy of a
+    (rows, vocab) array per step was a tenth of a beam search's time.
     """
-    restricted = log_probs.masked_fill(at_max_len.unsqueeze(1), float("-inf"))  # (rows, vocab)
-    restricted[:, EOS_ID] = log_probs[:, EOS_ID]  # EOS is always allowed
-    restricted[:, list(NEVER_EMITTED)] = float("-inf")
-    return restricted
+    if at_max_len.any():
+        eos = log_probs[:, EOS_ID].clone()  # (rows,)
+        log_probs.masked_fill_(at_max_len.unsqueeze(1), float("-inf"))
+        log_probs[:, EOS_ID] = eos  # EOS is always allowed
+    log_probs[:, list(NEVER_EMITTED)] = float("-inf")
+    return log_probs
+
+
+TOP_K_BLOCK = 64  # columns per block of `top_k`
+TOP_K_MIN_BLOCKS = 8  # per k: narrower rows use `topk` itself, which was faster there
+
+
+def top_k(values: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k largest entries of each row of `values` (rows, width) and their columns, largest
+    first: `values.topk(k, dim=1)`, found in fewer passes over a wide row.
+
+    The row is cut into blocks of `TOP_K_BLOCK` columns. A row's k largest entries lie in
+    its k blocks with the largest maxima: an entry x in any other block is exceeded by those
+    k maxima, k distinct entries larger than x (ties aside, which any top-k may break either
+    way). So one vectorised `amax` per block, a top-k over the block maxima and a top-k
+    over the k chosen blocks replace the top-k over the whole row. On one CPU thread, for
+    640 rows of 8,000, `topk` took 9.4 ms for k = 10 and 7.8 ms for k = 1, this 6.4 and
+    1.3 ms; for rows of 2,000 and k = 10 it was slower (5.6 against 3.9 ms), so rows of
+    fewer than `TOP_K_MIN_BLOCKS` · k blocks use `topk` itself.
+    """
+    rows, width = values.shape
+    blocks = width // TOP_K_BLOCK
+    if blocks < TOP_K_MIN_BLOCKS * k:
+        return values.topk(k, dim=1)
+    whole = blocks * TOP_K_BLOCK
+    tiled = values[:, :whole].unflatten(1, (blocks, TOP_K_BLOCK))  # (rows, blocks, block)
+    maxima = tiled.amax(dim=2)  # (rows, blocks)
+    if whole < width:  # the last, shorter block
+        maxima = torch.cat([maxima, values[:, whole:].amax(dim=1, keepdim=True)], dim=1)
+    chosen = maxima.topk(k, dim=1, sorted=False).indices  # (rows, k)
+    offsets = torch.arange(TOP_K_BLOCK, device=values.device)
+    columns = (chosen.unsqueeze(2) * TOP_K_BLOCK + offsets).flatten(1)  # (rows, k · block)
+    inside = columns < width  # the last block's columns past the row's end
+    candidates = values.gather(1, columns.clamp(max=width - 1)).masked_fill(~inside, float("-inf"))
+    top, where = candidates.topk(k, dim=1)  # (rows, k)
+    return top, columns.gather(1, where)
+
+
+def asked_attention(attention: torch.Tensor | None, need_weights: bool) -> torch.Tensor | None:
+    """The step's attention if the caller asked for weights, else None: a decoder may
+    return weights it computes anyway (an RNN's additive attention), and carrying them
+    through the search costs a copy per step and a gather per finished hypothesis."""
+    return attention if need_weights else None
 
 
 @dataclass

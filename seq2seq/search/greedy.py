@@ -8,11 +8,13 @@ from seq2seq.models.base import reorder_state
 from seq2seq.search.common import (
     Hypothesis,
     PartialOutputs,
+    asked_attention,
     check_search_inputs,
     decoder_positions,
     ended_hypotheses,
     max_output_lengths,
     restrict_choices,
+    top_k,
 )
 from seq2seq.special_tokens import EOS_ID
 
@@ -45,8 +47,9 @@ def greedy_search(
         log_probs, attention, state = model.decode_step(
             outputs.last_tokens(), state, need_weights=need_weights
         )  # (rows, vocab), (rows, layers, heads, 1, src_len) | None
+        attention = asked_attention(attention, need_weights)
         log_probs = restrict_choices(log_probs, at_max_len=max_lens[sentence_ids] <= step)
-        best_log_probs, best_tokens = log_probs.max(dim=-1)  # (rows,), (rows,)
+        best_log_probs, best_tokens = (best.squeeze(1) for best in top_k(log_probs, 1))  # (rows,)
         outputs = outputs.extend(best_tokens, outputs.scores + best_log_probs, attention)
         finished = best_tokens == EOS_ID  # (rows,)
         if not finished.any():

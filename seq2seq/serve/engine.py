@@ -27,7 +27,6 @@ from typing import Any, NamedTuple, Protocol
 from seq2seq.align.defaults import DefaultSettings, default_settings
 from seq2seq.align.extract import AlignmentError, AlignSettings, translation_links
 from seq2seq.align.pharaoh import Links, format_links
-from seq2seq.build import count_parameters
 from seq2seq.decoding import SearchSettings
 from seq2seq.export.engine import CTranslate2Translator
 from seq2seq.inference import Translation, Translator
@@ -109,7 +108,8 @@ class TorchEngine:
         return {
             "name": self.path.name, "engine": self.name,
             "src_lang": str(config.data.src_lang), "tgt_lang": str(config.data.tgt_lang),
-            "architecture": describe_run(config), "parameters": count_parameters(self.translator.model),
+            "architecture": describe_run(config), "parameters": self.translator.parameters,
+            "quantization": self.translator.quantization,
             "max_source_pieces": self.translator.max_source_len,
             "attention": None if self.shape is None else {"layers": self.shape[0], "heads": self.shape[1]},
             "alignment": None if self.alignment is None else _alignment_info(self.alignment),
@@ -172,6 +172,7 @@ class CTranslate2Engine:
                              "quantization": str(meta.get("quantization")),
                              "checkpoint": str(meta.get("checkpoint"))},
             "parameters": None,  # CTranslate2 does not expose its weights' sizes
+            "quantization": self.translator.compute_type,
             "max_source_pieces": self.translator.max_source_len,
             "attention": None if self.description is None else {"layers": 1, "heads": 1},
             "alignment": None if self.description is None else {

@@ -67,6 +67,7 @@ class ModelInfo(BaseModel):
     tgt_lang: str
     architecture: dict[str, str]
     parameters: int | None
+    quantization: str = Field(description="float32, int8 (the weights decoded with)")
     max_source_pieces: int
     attention: dict[str, int] | None = Field(description="layers and heads of cross-attention")
     alignment: dict[str, Any] | None = Field(description="the head links are read from")

@@ -10,7 +10,9 @@ learns is not what it translates with.
 * attention: `attend` with all queries equals one query at a time (`query_positions` = its
              position), and the fast path (`need_weights=False`, a fused kernel) gives the
              context of the explicit one, also for a query with no visible key.
-* decoder:   `step` over the target equals `forward` on it (hidden states and attention).
+* decoder:   `step` over the target equals `forward` on it (hidden states and attention),
+             and the entries it declares in `source_state` exist and no step changes them
+             (beam search leaves them in place, `seq2seq.search.beam`).
 * and, in the tiny model: the log-probabilities of `decode_step`, step by step, equal the
   teacher-forced pass's, and so do the attention weights.
 """
@@ -139,7 +141,30 @@ def decoder_incremental(subject: Subject) -> str:
         outputs, weights = stepped(module.step, steps, state)
         same(torch.cat(outputs, dim=1), hidden, f"{where}: hidden states of step and forward")
         same(weights, attention, f"{where}: attention of step and forward")
+        source_entries_unchanged(module, state, steps, where)
     return "step = forward"
+
+
+def source_entries_unchanged(module, state, steps: list[torch.Tensor], where: str) -> None:
+    """The `source_state` entries a decoder declares are in its state and equal after steps."""
+    declared = sorted(getattr(module, "source_state", ()))
+    missing = [key for key in declared if key not in state]
+    expect(not missing, f"{where}: source_state names {missing}, which its state lacks")
+    after = state
+    for step_input in steps:
+        after = module.step(step_input, after)[2]
+    for key in declared:
+        expect(
+            _equal(after[key], state[key]), f"{where}: a step changed source_state entry {key!r}"
+        )
+
+
+def _equal(one, other) -> bool:
+    if isinstance(one, torch.Tensor):
+        return isinstance(other, torch.Tensor) and torch.equal(one, other)
+    if isinstance(one, (list, tuple)):
+        return len(one) == len(other) and all(_equal(a, b) for a, b in zip(one, other))
+    return one == other
 
 
 @torch.no_grad()

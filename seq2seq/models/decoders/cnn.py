@@ -103,6 +103,8 @@ class CNNDecoder(CachedDecoder):
     which is the causal left padding).
     """
 
+    source_state = frozenset(("proj_keys", "proj_values", "src_mask"))
+
     def __init__(
         self,
         embed_dim: int,

@@ -73,6 +73,8 @@ class RNNDecoder(Decoder):
     output layer. The state holds `hidden` (and `cell`) batch first, `(B, layers, hidden)`.
     """
 
+    source_state = frozenset(("proj_keys", "proj_values", "src_mask"))
+
     def __init__(
         self,
         embed_dim: int,

@@ -44,6 +44,7 @@ from seq2seq.models.decoders.common import (
     stack_layers,
     target_positions,
 )
+from seq2seq.models.dropout import dropout_layer
 from seq2seq.models.feed_forward import FeedForward
 from seq2seq.models.positional import position_table
 from seq2seq.models.schemas import TransformerConfig
@@ -64,6 +65,7 @@ class TransformerDecoderLayer(nn.Module):
         cross_attention: nn.Module,
         attention_dropout: float = 0.0,
         ff_dropout: float = 0.1,
+        dropout_unit: str = "element",
     ) -> None:
         super().__init__()
         self.self_norm = nn.LayerNorm(hidden_size)
@@ -72,7 +74,7 @@ class TransformerDecoderLayer(nn.Module):
         self.cross_attention = cross_attention
         self.ff_norm = nn.LayerNorm(hidden_size)
         self.feed_forward = FeedForward(hidden_size, ff_size, ff_dropout)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout_layer(dropout, dropout_unit)
 
     def forward(
         self,
@@ -131,6 +133,8 @@ class TransformerDecoder(CachedDecoder):
     then `(B, heads, position, head_dim)`) and the projected cross-attention memory.
     """
 
+    source_state = frozenset(("cross_keys", "cross_values", "src_mask"))
+
     def __init__(
         self,
         embed_dim: int,
@@ -143,6 +147,7 @@ class TransformerDecoder(CachedDecoder):
         dropout: float = 0.1,
         ff_dropout: float = 0.1,
         attention_dropout: float = 0.0,
+        dropout_unit: str = "element",
         positional: str = "sinusoidal",
         max_positions: int = 1024,
     ) -> None:
@@ -164,6 +169,7 @@ class TransformerDecoder(CachedDecoder):
                 dropout=dropout,
                 ff_dropout=ff_dropout,
                 attention_dropout=attention_dropout,
+                dropout_unit=dropout_unit,
                 cross_attention=attention(
                     query_dim=hidden_size, key_dim=hidden_size, value_dim=hidden_size
                 ),
@@ -171,7 +177,7 @@ class TransformerDecoder(CachedDecoder):
             for _ in range(num_layers)
         )
         self.final_norm = nn.LayerNorm(hidden_size)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout_layer(dropout, dropout_unit)
 
     @staticmethod
     def flops(node: Mapping[str, Any], embed_dim: int, batch: int, tgt_len: int) -> tuple[int, int]:

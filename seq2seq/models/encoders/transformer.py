@@ -18,6 +18,7 @@ from seq2seq import registry
 from seq2seq.models.attention import self_attention, self_attention_flops
 from seq2seq.models.base import Encoder, EncoderOutput
 from seq2seq.models.costs import width_change
+from seq2seq.models.dropout import dropout_layer
 from seq2seq.models.encoders.inputs import check_encoder_inputs
 from seq2seq.models.feed_forward import FeedForward
 from seq2seq.models.positional import position_table
@@ -39,13 +40,14 @@ class PreNormEncoderLayer(nn.Module):
         dropout: float,
         attention_dropout: float = 0.0,
         ff_dropout: float = 0.1,
+        dropout_unit: str = "element",
     ) -> None:
         super().__init__()
         self.attention_norm = nn.LayerNorm(hidden_size)
         self.self_attention = self_attention(hidden_size, heads, attention_dropout)
         self.feed_forward_norm = nn.LayerNorm(hidden_size)
         self.feed_forward = FeedForward(hidden_size, ff_size, ff_dropout)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout_layer(dropout, dropout_unit)
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         normed = self.attention_norm(x)  # (B, S, d)
@@ -87,6 +89,7 @@ class TransformerEncoder(Encoder):
         dropout: float = 0.1,
         ff_dropout: float = 0.1,
         attention_dropout: float = 0.0,
+        dropout_unit: str = "element",
         positional: str = "sinusoidal",
         max_positions: int = 1024,
     ) -> None:
@@ -99,9 +102,11 @@ class TransformerEncoder(Encoder):
         same_width = embed_dim == hidden_size
         self.input_projection = nn.Identity() if same_width else nn.Linear(embed_dim, hidden_size)
         self.positions = position_table(positional, hidden_size, max_positions)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout_layer(dropout, dropout_unit)
         self.layers = nn.ModuleList(
-            PreNormEncoderLayer(hidden_size, heads, ff_size, dropout, attention_dropout, ff_dropout)
+            PreNormEncoderLayer(
+                hidden_size, heads, ff_size, dropout, attention_dropout, ff_dropout, dropout_unit
+            )
             for _ in range(num_layers)
         )
         self.final_norm = nn.LayerNorm(hidden_size)

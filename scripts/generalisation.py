@@ -1,0 +1,43 @@
+"""Valid and test BLEU, their gap, the rare-word slice and the probes, per checkpoint.
+
+    python scripts/generalisation.py RUN/checkpoints/best.pt [RUN2/checkpoints/best.pt ...]
+
+What is measured: `seq2seq.bench.generalisation`. One Markdown table row per checkpoint,
+then each checkpoint's probe translations.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from seq2seq.bench.entry import shown_path
+from seq2seq.bench.generalisation import RARE_COUNT, measure
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("checkpoints", type=Path, nargs="+")
+    parser.add_argument("--data-root", type=Path, default=ROOT / "data")
+    parser.add_argument("--rare-count", type=int, default=RARE_COUNT,
+                        help="a word seen at most this often in training is rare")  # fmt: skip
+    args = parser.parse_args(argv)
+    found = {path: measure(path, args.data_root, args.rare_count) for path in args.checkpoints}
+    print(
+        "| checkpoint | valid BLEU | test BLEU | test − valid | rare-word slice BLEU (sentences) |"
+    )
+    print("|---|---|---|---|---|")
+    for path, result in found.items():
+        print(f"| {shown_path(path)} | {result.valid_bleu:.2f} | {result.test_bleu:.2f} | "
+              f"{result.gap:+.2f} | {result.rare_bleu:.2f} ({result.rare_sentences}) |")  # fmt: skip
+    for path, result in found.items():
+        print(f"\n{shown_path(path)}:")
+        for source, reference, translation in result.probes:
+            print(f"  {source}  →  {translation}   (reference: {reference})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,17 @@
+"""The rare-word slice of `seq2seq.bench.generalisation`: words and counts from training."""
+
+from __future__ import annotations
+
+from seq2seq.bench.generalisation import rare_rows, word_counts, words
+
+
+def test_words_are_letter_runs_or_characters_of_an_unspaced_language():
+    assert words("I can't go, Tom! 3 times.", "en") == ["i", "can", "t", "go", "tom", "times"]
+    assert words("我爱中国。3", "zh") == ["我", "爱", "中", "国"]
+
+
+def test_rare_rows_hold_a_word_seen_at_most_so_often_in_training():
+    counts = word_counts(["the cat sat", "the dog sat", "the cat ran", "a zebra"], "en")
+    references = ["The cat sat.", "A dog ran.", "The zebra sat.", "An okapi!"]
+    assert rare_rows(references, counts, "en", most=1) == [1, 2, 3]  # dog, ran, zebra, unseen
+    assert rare_rows(references, counts, "en", most=0) == [3]  # never seen in training
