@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import torch
 from hydra import compose, initialize_config_module
 from omegaconf import DictConfig, OmegaConf
@@ -198,3 +199,14 @@ def train_reverse(model, tokenizer, steps: int = 350) -> None:
         loss.backward()
         optimizer.step()
     model.eval()
+
+
+def lab_quick_fixture(experiment):
+    """A module fixture `quick = lab_quick_fixture(EXPERIMENT)`: the experiment's quick
+    finding, from the session's `lab_quick` (run once per session)."""
+
+    @pytest.fixture(scope="module")
+    def quick(lab_quick):
+        return lab_quick(experiment)
+
+    return quick

@@ -12,6 +12,7 @@ from helpers import compose_config
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from seq2seq.cli import evaluate, translate
+from seq2seq.lab.presets import TINY_GRU_MODEL
 from seq2seq.runs.assemble import train_and_test
 
 SLICE = [
@@ -22,12 +23,7 @@ SLICE = [
     "data.tgt_vocab_size=400",
     "data.max_len=24",
     "data.max_tokens=1024",
-    "encoder=gru",
-    "decoder=gru",
-    "attention=additive",
-    "encoder.hidden_size=16",
-    "decoder.hidden_size=32",
-    "model.embed_dim=32",
+    *TINY_GRU_MODEL,
     "trainer.max_steps=4",
     "trainer.valid_every=2",
     "trainer.threads=1",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from helpers import is_png
+from helpers import is_png, lab_quick_fixture
 
 from seq2seq.lab.context_vector import (
     EXPERIMENT,
@@ -16,10 +16,8 @@ from seq2seq.lab.context_vector import (
     source_length,
 )
 
+quick = lab_quick_fixture(EXPERIMENT)
 
-@pytest.fixture(scope="module")
-def quick(lab_quick):
-    return lab_quick(EXPERIMENT)
 
 
 def test_every_mechanism_is_scored_in_every_length_bucket(quick):

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import is_png
+from helpers import is_png, lab_quick_fixture
 
 from seq2seq.lab.hard_attention import EXPERIMENT, LABELS, METHODS, gradient_noise
 
+quick = lab_quick_fixture(EXPERIMENT)
 
-@pytest.fixture(scope="module")
-def quick(lab_quick):
-    return lab_quick(EXPERIMENT)
 
 
 def test_soft_has_no_gradient_noise_and_reinforce_has_the_most(quick):

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from helpers import is_png
+from helpers import is_png, lab_quick_fixture
 
 from seq2seq.lab.heads import EXPERIMENT, KINDS, head_removed, js_divergence, row_entropy
 from seq2seq.models.attention import Attention
@@ -14,37 +14,35 @@ from seq2seq.models.attention.heads import merge_heads
 
 QUICK_HEADS = 2  # every attention of the quick model: 1 layer, 2 heads
 
-@pytest.fixture(scope="module")
-def finding(lab_quick):
-    return lab_quick(EXPERIMENT)
+quick = lab_quick_fixture(EXPERIMENT)
 
 
-def test_one_entropy_row_per_head_of_every_kind(finding):
-    rows = finding.values["entropies"]
+def test_one_entropy_row_per_head_of_every_kind(quick):
+    rows = quick.values["entropies"]
     found = sorted((row["kind"], row["layer"], row["head"]) for row in rows)
     expected = sorted((kind, 1, head) for kind in KINDS for head in range(1, QUICK_HEADS + 1))
     assert found == expected
 
 
-def test_entropies_lie_between_zero_and_ln_keys(finding):
-    for row in finding.values["entropies"]:
+def test_entropies_lie_between_zero_and_ln_keys(quick):
+    for row in quick.values["entropies"]:
         assert 0.0 <= row["entropy"] <= row["uniform_entropy"] + 1e-3
         assert row["uniform_entropy"] <= row["max_entropy"] + 1e-3
         assert 0.0 <= row["layer_js"] <= math.log(2) + 1e-3
 
 
-def test_pruning_table_has_one_row_per_head(finding):
-    heads = [row["head"] for row in finding.table]
+def test_pruning_table_has_one_row_per_head(quick):
+    heads = [row["head"] for row in quick.table]
     assert len(heads) == len(KINDS) * QUICK_HEADS == len(set(heads))
-    full = finding.values["full_bleu"]
-    for row in finding.table:
+    full = quick.values["full_bleu"]
+    for row in quick.table:
         assert row["bleu_lost"] == pytest.approx(full - row["bleu_without"], abs=0.011)
-    assert finding.values["heads"] == len(heads)
+    assert quick.values["heads"] == len(heads)
 
 
-def test_figures_are_written_as_png(finding):
-    assert [path.name for path in finding.figures] == ["heads_entropy.png", "heads_pruning.png"]
-    for path in finding.figures:
+def test_figures_are_written_as_png(quick):
+    assert [path.name for path in quick.figures] == ["heads_entropy.png", "heads_pruning.png"]
+    for path in quick.figures:
         assert is_png(path)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import is_png
+from helpers import is_png, lab_quick_fixture
 
 from seq2seq.build import build_model
 from seq2seq.lab.masks import EXPERIMENT, FAR_BELOW
@@ -14,36 +14,34 @@ from tests.helpers import compose_config
 
 VOCAB = 11
 
-
-@pytest.fixture(scope="module")
-def finding(lab_quick):
-    return lab_quick(EXPERIMENT)
+quick = lab_quick_fixture(EXPERIMENT)
 
 
-def test_without_the_future_mask_the_teacher_forced_loss_collapses(finding):
-    values = finding.values
+
+def test_without_the_future_mask_the_teacher_forced_loss_collapses(quick):
+    values = quick.values
     assert values["unmasked_loss"] < FAR_BELOW * values["masked_loss"]
-    masked, unmasked = (finding.values["curves"][key] for key in ("True", "False"))
+    masked, unmasked = (quick.values["curves"][key] for key in ("True", "False"))
     assert masked[0][0] == unmasked[0][0] == 0  # both measured before the first update
     assert masked[0][1] == pytest.approx(unmasked[0][1], rel=0.05)  # same initial weights
 
 
-def test_with_the_padding_mask_no_output_changes(finding):
-    rows = finding.values["padding"]
+def test_with_the_padding_mask_no_output_changes(quick):
+    rows = quick.values["padding"]
     assert [row["pads"] for row in rows] == [0, 5, 20]
     assert all(row["changed_with_mask"] == 0 for row in rows)
     assert rows[0]["changed_without_mask"] == 0  # no pads, nothing to read
-    assert finding.values["changed_with_mask"] == 0
+    assert quick.values["changed_with_mask"] == 0
 
 
-def test_the_table_has_one_row_per_measurement(finding):
-    assert len(finding.table) == 3 + len(finding.values["padding"])
-    assert {tuple(row) for row in finding.table} == {("measure", "with the mask", "without it")}
+def test_the_table_has_one_row_per_measurement(quick):
+    assert len(quick.table) == 3 + len(quick.values["padding"])
+    assert {tuple(row) for row in quick.table} == {("measure", "with the mask", "without it")}
 
 
-def test_figures_are_written_as_png(finding):
-    assert [path.name for path in finding.figures] == ["masks_future.png", "masks_padding.png"]
-    for path in finding.figures:
+def test_figures_are_written_as_png(quick):
+    assert [path.name for path in quick.figures] == ["masks_future.png", "masks_padding.png"]
+    for path in quick.figures:
         assert is_png(path)
 
 

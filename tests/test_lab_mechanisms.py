@@ -6,36 +6,34 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import dot_score_plugin, is_png, plugins_unloaded_after
+from helpers import dot_score_plugin, is_png, lab_quick_fixture, plugins_unloaded_after
 
 from seq2seq import registry
 from seq2seq.lab.experiment import LabContext
 from seq2seq.lab.mechanisms import EXPERIMENT, mechanisms, preset_choice
 from seq2seq.plugins import import_plugins
 
+quick = lab_quick_fixture(EXPERIMENT)
+
 
 def context(root: Path, quick: bool) -> LabContext:
     return LabContext(root / "out", root / "runs", root / "data", quick=quick, threads=1)
 
 
-@pytest.fixture(scope="module")
-def finding(lab_quick):
-    return lab_quick(EXPERIMENT)
-
 
 @pytest.fixture(scope="module")
-def rows(finding) -> dict[str, dict]:
-    return {row["mechanism"]: row for row in finding.table}
+def rows(quick) -> dict[str, dict]:
+    return {row["mechanism"]: row for row in quick.table}
 
 
-def test_one_row_per_trained_mechanism_with_an_accuracy_in_0_1(finding, rows, tmp_path):
+def test_one_row_per_trained_mechanism_with_an_accuracy_in_0_1(quick, rows, tmp_path):
     trained = [mechanism.name for mechanism in mechanisms(context(tmp_path, quick=True))]
     assert list(rows) == trained
     assert {"additive", "dot", "sparsemax", "hard"} <= set(trained)
     for row in rows.values():
         assert 0.0 <= row["alignment accuracy"] <= 1.0
-    assert finding.agrees is True  # every mechanism was scored
-    assert finding.values["best"] in trained and finding.values["worst"] in trained
+    assert quick.agrees is True  # every mechanism was scored
+    assert quick.values["best"] in trained and quick.values["worst"] in trained
 
 
 def test_hard_attention_is_one_hot_and_sparsemax_sparser_than_softmax(rows):
@@ -45,9 +43,9 @@ def test_hard_attention_is_one_hot_and_sparsemax_sparser_than_softmax(rows):
     assert rows["additive"]["row entropy (nats)"] > rows["hard"]["row entropy (nats)"]
 
 
-def test_the_figures_exist_and_are_pngs(finding):
-    assert [path.name for path in finding.figures] == ["alignments.png", "quality.png"]
-    for path in finding.figures:
+def test_the_figures_exist_and_are_pngs(quick):
+    assert [path.name for path in quick.figures] == ["alignments.png", "quality.png"]
+    for path in quick.figures:
         assert is_png(path)
 
 

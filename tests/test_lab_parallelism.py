@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import math
 
-import pytest
 import torch
-from helpers import is_png
+from helpers import is_png, lab_quick_fixture
 
 from seq2seq.lab.parallelism import (
     EXPERIMENT,
@@ -22,10 +21,8 @@ from seq2seq.lab.parallelism import (
 )
 from seq2seq.lab.training import compose_config
 
+quick = lab_quick_fixture(EXPERIMENT)
 
-@pytest.fixture(scope="module")
-def quick(lab_quick):
-    return lab_quick(EXPERIMENT)
 
 
 def rows_of(finding, family: str) -> list[dict]:

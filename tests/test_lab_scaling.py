@@ -7,7 +7,7 @@ import math
 
 import pytest
 import torch
-from helpers import is_png
+from helpers import is_png, lab_quick_fixture
 
 from seq2seq.lab.scaling import (
     EXPERIMENT,
@@ -19,10 +19,8 @@ from seq2seq.lab.scaling import (
     uniform_reference,
 )
 
+quick = lab_quick_fixture(EXPERIMENT)
 
-@pytest.fixture(scope="module")
-def quick(lab_quick):
-    return lab_quick(EXPERIMENT)
 
 
 def init_column(finding, score: str, key: str) -> list[float]:

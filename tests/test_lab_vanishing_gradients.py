@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import itertools
 
-import pytest
 import torch
-from helpers import is_png
+from helpers import is_png, lab_quick_fixture
 
 from seq2seq.lab.vanishing_gradients import (
     CELLS,
@@ -23,10 +22,8 @@ from seq2seq.lab.vanishing_gradients import (
     verdict,
 )
 
+quick = lab_quick_fixture(EXPERIMENT)
 
-@pytest.fixture(scope="module")
-def quick(lab_quick):
-    return lab_quick(EXPERIMENT)
 
 
 def test_at_init_the_rnn_gradient_fades_faster_than_the_lstm_one(quick):

@@ -26,7 +26,7 @@ import torch
 from seq2seq.cli.translate import OneLineParser, one_line
 from seq2seq.lab.catalogue import experiments
 from seq2seq.lab.experiment import Experiment, LabContext
-from seq2seq.lab.page import Machine, this_machine, write_index, write_page
+from seq2seq.lab.page import LabRun, Machine, this_machine, write_index, write_page
 from seq2seq.plugins import PluginError, import_plugins
 
 log = logging.getLogger("seq2seq.lab")
@@ -83,9 +83,8 @@ def run_one(experiment: Experiment, context: LabContext, out_root: Path, machine
         print(f"seq2seq-lab: {experiment.name} failed: {one_line(error)}", file=sys.stderr)
         return False
     seconds = time.perf_counter() - started
-    page = write_page(
-        out_root, experiment, finding, seconds, machine, context.quick, context.models
-    )
+    run = LabRun(experiment, finding, seconds, machine, context.quick, tuple(context.models))
+    page = write_page(out_root, run)
     print(finding.summary.strip())
     print(f"({seconds:.1f} s; figures in {context.out_dir}, page {page})\n", flush=True)
     return True

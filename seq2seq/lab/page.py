@@ -93,16 +93,22 @@ def models_note(models: list[tuple[str, bool, float]]) -> str:
     return note
 
 
-def page_text(
-    experiment: Experiment,
-    finding: Finding,
-    seconds: float,
-    machine: Machine,
-    quick: bool,
-    models: list[tuple[str, bool, float]] = (),
-) -> str:
+@dataclass(frozen=True)
+class LabRun:
+    """One experiment's run as its page and record tell it."""
+
+    experiment: Experiment
+    finding: Finding
+    seconds: float
+    machine: Machine
+    quick: bool
+    models: tuple[tuple[str, bool, float], ...] = ()  # (label, reused, training minutes)
+
+
+def page_text(run: LabRun) -> str:
     """The Markdown page of one experiment's run."""
-    command = f"seq2seq-lab {experiment.name}" + (" --quick" if quick else "")
+    experiment, finding = run.experiment, run.finding
+    command = f"seq2seq-lab {experiment.name}" + (" --quick" if run.quick else "")
     figures = "\n\n".join(f"![{path.stem}]({experiment.name}/{path.name})" for path in finding.figures)
     return "\n".join([
         f"# {experiment.title}",
@@ -117,8 +123,8 @@ def page_text(
         "",
         experiment.default_size.strip(),
         "",
-        f"This run took {seconds / 60:.1f} minutes on {machine.described()}"
-        + models_note(list(models)) + (" (the `--quick` size)." if quick else "."),
+        f"This run took {run.seconds / 60:.1f} minutes on {run.machine.described()}"
+        + models_note(list(run.models)) + (" (the `--quick` size)." if run.quick else "."),
         "",
         "## What it found",
         "",
@@ -133,16 +139,9 @@ def page_text(
     ])  # fmt: skip
 
 
-def write_page(
-    out_root: Path,
-    experiment: Experiment,
-    finding: Finding,
-    seconds: float,
-    machine: Machine,
-    quick: bool,
-    models: list[tuple[str, bool, float]] = (),
-) -> Path:
+def write_page(out_root: Path, run: LabRun) -> Path:
     """`out_root/NAME.md` and `out_root/NAME/finding.json`; returns the page's path."""
+    experiment, finding = run.experiment, run.finding
     folder = out_root / experiment.name
     folder.mkdir(parents=True, exist_ok=True)
     record = {
@@ -153,18 +152,17 @@ def write_page(
         "values": finding.values,
         "table": finding.table,
         "figures": [path.name for path in finding.figures],
-        "seconds": seconds,
+        "seconds": run.seconds,
         "models": [
             {"label": label, "reused": reused, "train_minutes": minutes}
-            for label, reused, minutes in models
+            for label, reused, minutes in run.models
         ],
-        "quick": quick,
-        "machine": machine.__dict__,
+        "quick": run.quick,
+        "machine": run.machine.__dict__,
     }
     (folder / RECORD).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", "utf-8")
     page = out_root / f"{experiment.name}.md"
-    text = page_text(experiment, finding, seconds, machine, quick, models)
-    page.write_text(text, encoding="utf-8")
+    page.write_text(page_text(run), encoding="utf-8")
     return page
 
 

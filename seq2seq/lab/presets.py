@@ -30,20 +30,23 @@ TATOEBA_GRU = [
     "schedule.warmup_steps=60",
 ]
 
-# The toy reverse task and a GRU model small enough to train on it in seconds on one core
-# (also the base of the tests' tiny runs, tests/helpers.py).
-TOY_GRU = [
-    "data=toy_reverse",
-    "data.toy_train_size=512",
-    "data.toy_valid_size=32",
-    "data.toy_test_size=32",
-    "data.max_tokens=512",
+# A GRU model small enough to train on a toy task in seconds on one core, and the toy
+# reverse task with it (also the base of the tests' tiny runs, tests/helpers.py).
+TINY_GRU_MODEL = [
     "encoder=gru",
     "decoder=gru",
     "attention=additive",
     "encoder.hidden_size=16",
     "decoder.hidden_size=32",
     "model.embed_dim=32",
+]
+TOY_GRU = [
+    "data=toy_reverse",
+    "data.toy_train_size=512",
+    "data.toy_valid_size=32",
+    "data.toy_test_size=32",
+    "data.max_tokens=512",
+    *TINY_GRU_MODEL,
 ]
 
 QUICK_GRU = [
