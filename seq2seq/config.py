@@ -88,6 +88,9 @@ class TrainerConfig:
     scheduled_sampling: float = 0.0  # recurrent decoders: final prob. of feeding back a prediction
     seed: int = 1234
     threads: int = 0  # torch intra-op threads; 0 = torch's default
+    # glibc keeps freed memory for the next update instead of handing it back to the kernel:
+    # no page faults on every update's large arrays, the peak memory kept (training/memory.py)
+    keep_freed_memory: bool = True
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: str = "auto"  # auto (bf16 autocast on CUDA, float32 on the CPU) | bf16 | fp32
     compile: bool = False  # torch.compile the training forward + loss (see BENCHMARKS.md)

@@ -52,6 +52,7 @@ from seq2seq.training import distributed
 from seq2seq.training.guidance import resolve_layer
 from seq2seq.training.hooks import validation_hooks
 from seq2seq.training.logger import RunLogger
+from seq2seq.training.memory import keep_freed_memory
 from seq2seq.training.trainer import Trainer
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,8 @@ def assemble_trainer(
     device, ranks = placement.device, placement.ranks
     if cfg.trainer.threads > 0:
         torch.set_num_threads(cfg.trainer.threads)
+    if cfg.trainer.keep_freed_memory:
+        keep_freed_memory()
     seed_everything(cfg.trainer.seed + ranks.rank)  # DDP copies rank 0's initial weights
     with ranks.main_first():  # rank 0 fills the data caches the others then read
         data = prepare(data_config(cfg))

@@ -1,13 +1,56 @@
-"""Label-smoothed cross-entropy over real target tokens (Szegedy et al. 2016)."""
+"""Label-smoothed cross-entropy over real target tokens (Szegedy et al. 2016).
+
+Per real target position t with logits z (V entries) and target y:
+
+    NLL_t     = logsumexp(z) − z_y                      = −log p_y
+    uniform_t = logsumexp(z) − mean_v z_v               = −mean_v log p_v
+    loss_t    = (1 − ε)·NLL_t + ε·uniform_t
+
+and their gradients, with p = softmax(z),
+
+    ∂NLL_t/∂z_v     = p_v − 1[v = y]
+    ∂uniform_t/∂z_v = p_v − 1/V
+
+`SmoothedTerms` computes both terms in one forward pass and their gradient in one backward
+pass over the (positions, vocabulary) logits, instead of materialising log p and the
+gradients of the gather, the mean and the log-softmax one after another: the vocabulary-wide
+arrays are the largest of a small model's update (BENCHMARKS.md, "Faster updates").
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 
 from seq2seq.special_tokens import PAD_ID
+
+
+class SmoothedTerms(torch.autograd.Function):
+    """`logits (N, V) float, targets (N,) long -> nll (N,), uniform (N,)`, both 0 where the
+    target is PAD_ID; the backward pass is the closed form above, masked the same way."""
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, targets: torch.Tensor, with_uniform: bool):
+        ctx.set_materialize_grads(False)
+        real = targets != PAD_ID  # (N,)
+        log_total = torch.logsumexp(logits, dim=-1)  # (N,)
+        nll = (log_total - logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)) * real
+        uniform = (log_total - logits.mean(dim=-1)) * real if with_uniform else None
+        ctx.save_for_backward(logits, targets, log_total, real)
+        return nll, uniform
+
+    @staticmethod
+    def backward(ctx, grad_nll: torch.Tensor | None, grad_uniform: torch.Tensor | None):
+        logits, targets, log_total, real = ctx.saved_tensors
+        zeros = torch.zeros_like(log_total)
+        grad_nll = zeros if grad_nll is None else grad_nll * real  # (N,)
+        grad_uniform = zeros if grad_uniform is None else grad_uniform * real  # (N,)
+        grad = torch.sub(logits, log_total.unsqueeze(-1)).exp_()  # p, (N, V)
+        grad.mul_((grad_nll + grad_uniform).unsqueeze(-1))
+        grad.scatter_add_(-1, targets.unsqueeze(-1), -grad_nll.unsqueeze(-1))
+        grad.sub_((grad_uniform / logits.size(-1)).unsqueeze(-1))
+        return grad, None, None
 
 
 def label_smoothed_nll(
@@ -41,11 +84,12 @@ def _smoothed(
     reduce: Callable[[torch.Tensor], torch.Tensor],  # (batch, tgt_len) -> sums
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(smoothed loss, NLL), each the `reduce` of its per-position values (0 at padding)."""
-    log_probs = F.log_softmax(logits.float(), dim=-1)  # (batch, tgt_len, vocab)
-    real = targets != PAD_ID  # (batch, tgt_len)
-    nll = -log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (batch, tgt_len)
-    nll = reduce(nll.masked_fill(~real, 0.0))
+    batch, tgt_len, vocab = logits.shape
+    nll, uniform = SmoothedTerms.apply(
+        logits.float().reshape(-1, vocab), targets.reshape(-1), smoothing != 0.0
+    )  # (batch · tgt_len,) each
+    nll = reduce(nll.view(batch, tgt_len))
     if smoothing == 0.0:
         return nll, nll
-    uniform = reduce(-log_probs.mean(dim=-1).masked_fill(~real, 0.0))
+    uniform = reduce(uniform.view(batch, tgt_len))
     return (1.0 - smoothing) * nll + smoothing * uniform, nll
