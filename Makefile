@@ -136,3 +136,16 @@ LAB ?= all
 .PHONY: lab
 lab: $(STAMP)
 	$(VENV)/bin/seq2seq-lab $(LAB) --out docs/lab --runs outputs/lab/runs $(ARGS)
+
+# ---------------------------------------------------------------- the documentation site
+# The reference pages from the code (docs/reference/) and the READMEs' tables of components,
+# the outputs the README and the tutorial show (their `<!-- output: NAME -->` regions, from
+# running their blocks at toy size in a temporary folder; a few minutes on 2 cores), then
+# the site, built strictly into site/ (mkdocs.yml). Only the pages: make docs
+# ARGS=--no-outputs. The README's first run at full size too (its closing lines and
+# docs/images/first_alignment.png, about a minute): make docs ARGS=--first-run.
+# Serve it: .venv/bin/mkdocs serve
+.PHONY: docs
+docs: $(STAMP)
+	$(PY) -m seq2seq.site $(ARGS)
+	$(VENV)/bin/mkdocs build --strict

@@ -1,11 +1,12 @@
 """One identity per component: its name, schema, builder and FLOP formula, registered once.
 
-A component is one choice of a config group: an attention score (`dot`, `additive`, ...),
-an attention region (`soft`, `sparsemax`, `entmax15`, `hard`, `local`), an attention class
-(`attention`, `none`), an encoder or decoder family (`rnn`, `cnn`, `transformer`) or a
-learning-rate schedule (`inverse_sqrt`, `cosine`, `plateau`). Its class registers it with a decorator (the
-fairseq pattern), and everything else (the model builder, the Hydra schemas, the FLOP
-counts, run titles, the trainer, the tests) looks it up here instead of matching strings::
+A component is one choice of a config group: an attention score (`dot`, ...), an attention
+region (`soft`, ...), an attention class, an encoder or decoder family or a learning-rate
+schedule (every one, with its options and FLOP formula: the site's reference,
+docs/reference/components.md, generated from this registry). Its class registers it with
+a decorator (the fairseq pattern), and everything else (the model builder, the Hydra
+schemas, the FLOP counts, run titles, the trainer, the tests) looks it up here instead of
+matching strings::
 
     @registry.register("score", "dot")     # its FLOP formula: the static method `flops`
     class DotScore(DotProductScore): ...

@@ -181,3 +181,17 @@ def test_every_family_trains_with_the_same_recipe():
     assert reference["schedule"]["_target_"] == "seq2seq.training.schedules.CosineSchedule"
     for family in COMPARE_FAMILIES:
         assert recipe(family) == reference, family
+
+
+def test_the_csv_goes_to_the_files_folder_and_the_report_stays_in_its_own(sweep, tmp_path):
+    """The full budget keeps COMPARISON.md at the top and its CSV and images in docs/results/;
+    a `report.out_dir` given on the command line takes them all."""
+    from seq2seq.runs.comparison import BudgetConfig, files_dir
+
+    out, files = tmp_path / "top", tmp_path / "top" / "docs" / "results"
+    assert report([sweep], out, files_dir=files) == out / "COMPARISON.md"
+    assert (files / "comparison.csv").is_file() and not (out / "comparison.csv").exists()
+    full = BudgetConfig(name="full", seeds=3, train=[], out_dir=".", files_dir="docs/results")
+    assert files_dir(None, full) == Path("docs/results")
+    assert files_dir("elsewhere", full) is None
+    assert files_dir(None, BudgetConfig(name="small", seeds=1, train=[])) is None

@@ -113,31 +113,29 @@ def test_prepare_a_corpus_from_a_config_folder_of_the_users_own(installed, tmp_p
 
 # ---------------------------------------------------------------- a score of the user's own
 
-README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+OWN_ATTENTION = (REPO_ROOT / "docs" / "tutorial" / "own-attention.md").read_text(encoding="utf-8")
 TOY_RUN = ["data=toy_copy", "data.toy_train_size=200", "data.toy_valid_size=16",
            "data.toy_test_size=16", "trainer.max_steps=2", "trainer.valid_every=2",
            "schedule.warmup_steps=1"]  # fmt: skip
 
 
-def readme_block(after: str, language: str) -> str:
-    """The first fenced `language` block of the README after the line starting `after`."""
-    rest = README[README.index(after) :]
-    opening = f"```{language}\n"
-    start = rest.index(opening) + len(opening)
-    return rest[start : rest.index("```", start)]
+def tutorial_file(name: str) -> str:
+    """The text the tutorial's "Your own attention" page writes to `name` (its
+    `cat > name <<'EOF'` block)."""
+    opening = f"cat > {name} <<'EOF'\n"
+    start = OWN_ATTENTION.index(opening) + len(opening)
+    return OWN_ATTENTION[start : OWN_ATTENTION.index("\nEOF\n", start) + 1]
 
 
 def test_a_score_of_the_users_own_is_checked_compared_and_guards_its_checkpoints(installed, tmp_path):
-    """README "Adding an attention score", done from an empty folder with the wheel: the
-    plugin file and YAML copied from the README pass the contract suite, are ranked by
+    """The tutorial's "Your own attention", done from an empty folder with the wheel: the
+    plugin file and YAML copied from the page pass the contract suite, are ranked by
     seq2seq-compare against two built-ins, and their checkpoint translates only when the
     plugin is named."""
     lab = tmp_path / "lab"
     (lab / "attention").mkdir(parents=True)
-    (lab / "scores.py").write_text(readme_block("**1. The class**", "python"), encoding="utf-8")
-    (lab / "attention" / "scaled_general.yaml").write_text(
-        readme_block("**2. The YAML**", "yaml"), encoding="utf-8"
-    )
+    for name in ("lab/scores.py", "lab/attention/scaled_general.yaml"):
+        (tmp_path / name).write_text(tutorial_file(name), encoding="utf-8")
     checked = run([str(installed / "seq2seq-check"), "score", "scaled_general", "--plugins",
                    "lab/scores.py", "--config-dir", "lab"], cwd=tmp_path)  # fmt: skip
     assert "learning" in checked.stdout and "masking" in checked.stdout

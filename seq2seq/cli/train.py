@@ -6,7 +6,7 @@
     seq2seq-train +experiment=transformer_small trainer.max_steps=2000
     seq2seq-train trainer.resume=last               # continue the newest run
     seq2seq-train -m +cluster=slurm attention=dot,additive  # a sweep of SLURM jobs (submitit)
-    seq2seq-train plugins=[./lab/scores.py] --config-dir lab attention=my_score  # a plugin
+    seq2seq-train --config-dir lab 'plugins=[./lab/scores.py]' attention=scaled_general  # a plugin
     seq2seq-train -m hydra/sweeper=optuna hydra.sweeper.direction=maximize \
         hydra.sweeper.n_trials=20 'optim.lr=interval(1e-4,3e-3)'   # tune (pip install .[tune])
     torchrun --standalone --nproc_per_node=2 -m seq2seq.cli.train hydra.run.dir=outputs/ddp

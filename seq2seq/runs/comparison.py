@@ -15,7 +15,8 @@ Four stages, each runnable alone on the same compare folder (`dir`):
    the non-neural row beside every attention's AER; skipped, in one line, for data without
    a prepared corpus (the toy tasks);
 4. `summary`: `COMPARISON.md` and `comparison.csv` of the sweeps (`seq2seq.runs.report`),
-   into `report.out_dir`, else the budget's `out_dir`, else `<dir>`. With `sweeps=[...]`
+   into `report.out_dir`, else the budget's `out_dir`, else `<dir>` (the CSV and the images
+   into the budget's `files_dir` when it has one and `report.out_dir` is not given). With `sweeps=[...]`
    it reads those folders instead: any Hydra sweeps, such as a plain `seq2seq-train -m`.
 """
 
@@ -55,6 +56,8 @@ class BudgetConfig:
     seeds: int = MISSING  # seeds per configuration, unless `seeds` is given
     train: list[str] = MISSING  # overrides of every training: trainer.max_steps=600, ...
     out_dir: str | None = None  # where the summary writes; None: the compare folder
+    # where comparison.csv and the images go; None: beside COMPARISON.md
+    files_dir: str | None = None
 
 
 @dataclass
@@ -213,6 +216,14 @@ def aligner_corpus(settings: CompareConfig, folder: Path) -> tuple[Path, str, st
     raise StageError(f"aligner: no readable run below {folder / FIRST_SWEEP}")
 
 
+def files_dir(report_out_dir: str | None, budget: BudgetConfig) -> Path | None:
+    """Where the summary puts comparison.csv and the images: the budget's `files_dir`,
+    unless `report.out_dir` moves the report (then beside it); None: beside the report."""
+    if report_out_dir is not None or budget.files_dir is None:
+        return None
+    return Path(budget.files_dir)
+
+
 def write_summary(settings: CompareConfig, folder: Path, command: str) -> Path:
     """Stage 4 (module docstring)."""
     if settings.sweeps:
@@ -227,6 +238,7 @@ def write_summary(settings: CompareConfig, folder: Path, command: str) -> Path:
         made_by = (folder / MADE_BY).read_text(encoding="utf-8").strip()
     written = write_report(sweeps, ReportSettings(
         out_dir=Path(report.out_dir or settings.budget.out_dir or folder),
+        files_dir=files_dir(report.out_dir, settings.budget),
         image=report.image, aer=report.aer, device=report.device,
         baselines=report.baselines or ["attention=none", f"+experiment={settings.experiment}"],
         baseline_aer=[*sorted(folder.glob("aligner_*.json")), *map(Path, report.baseline_aer)],

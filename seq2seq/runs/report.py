@@ -19,6 +19,7 @@ test them (`seq2seq.runs.significance`), add the AER columns and the aligners' r
 from __future__ import annotations
 
 import csv
+import os
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -294,6 +295,9 @@ class ReportSettings:
     """How `write_report` reads, tests and writes (the `report` node of `seq2seq-compare`)."""
 
     out_dir: Path = Path(".")
+    # Where comparison.csv and the images go; None: beside COMPARISON.md (the full budget
+    # keeps them in docs/results/, the site's results page, and COMPARISON.md at the top).
+    files_dir: Path | None = None
     image: bool = True  # the alignment image of each sweep
     aer: bool = True  # the test AER columns
     device: str = "cpu"  # for the images and the AER
@@ -305,8 +309,8 @@ class ReportSettings:
 
 
 def write_report(sweep_dirs: list[Path], settings: ReportSettings) -> Path | None:
-    """Read, test and describe the sweeps; write `comparison.csv` and `COMPARISON.md` into
-    `settings.out_dir` and return the latter. Runs that cannot be read are named on stderr,
+    """Read, test and describe the sweeps; write `COMPARISON.md` into `settings.out_dir`
+    (returned) and `comparison.csv` and the images into `settings.files_dir`. Runs that cannot be read are named on stderr,
     counted there and in the report; None, after one line, when no run could be read.
     FileNotFoundError for a folder without runs, AlignerFileError for a bad aligner file."""
     if len({path.name for path in sweep_dirs}) != len(sweep_dirs):
@@ -321,16 +325,18 @@ def write_report(sweep_dirs: list[Path], settings: ReportSettings) -> Path | Non
         warn(f"no run could be read below {shown}: nothing to compare")
         return None
     out_dir = Path(settings.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    files_dir = out_dir if settings.files_dir is None else Path(settings.files_dir)
+    for folder in (out_dir, files_dir):
+        folder.mkdir(parents=True, exist_ok=True)
     roles = {name: assess(configurations, list(settings.baselines), settings.resamples)
              for name, configurations in sweeps.items()}  # fmt: skip
     if settings.aer:
         scored: dict[Path, Any] = {}
         for configurations in sweeps.values():
             fill_aer(configurations, settings.device, scored)
-    images = sweep_images(sweep_dirs, out_dir, settings.device) if settings.image else {}
+    images = sweep_images(sweep_dirs, files_dir, settings.device) if settings.image else {}
     rows = [row for cs in sweeps.values() for c in cs for row in c.rows] + aligners
-    write_csv(rows, out_dir / CSV_NAME)
+    write_csv(rows, files_dir / CSV_NAME)
     report = Report(sweeps, roles, images, aligners, unreadable)
     path = out_dir / REPORT_NAME
     path.write_text("\n".join(report.lines(path, settings)) + "\n", encoding="utf-8")
@@ -372,7 +378,7 @@ class Report:
             if table:
                 lines += ["", *table]
             if sweep in self.images:
-                relative = self.images[sweep].relative_to(path.parent)
+                relative = Path(os.path.relpath(self.images[sweep], path.parent))
                 lines += ["", f"![alignments of the {sweep} sweep]({relative.as_posix()})"]
         section = aligner_section(self.aligners)
         if section:

@@ -1,14 +1,17 @@
-"""The attention zoo: score (dot, scaled_dot, general, additive, cosine) × region (soft,
-hard, local) × heads, plus `NoAttention`, the fixed-context baseline.
+"""The attention package: one `Attention` class for every score × region × heads, and
+`NoAttention`, the fixed-context baseline.
 
-Both classes share one call API: `project_memory(keys, values)` once per sentence, then
-`attend(query, proj_keys, proj_values, mask, causal=..., query_positions=...,
-need_weights=...) -> (context, weights)`; `forward` does both.
+Every attention implements the contract of `interface.MemoryAttention` (shapes there):
+`project_memory(keys, values)` once per sentence, then `attend(query, proj_keys,
+proj_values, mask, causal=..., query_positions=..., need_weights=...) -> (context,
+weights)`; `forward` does both.
 
-The names of the scores and regions are those registered (`seq2seq.registry.names("score")`,
-`names("region")`); each is chosen by a node `{name, <its options>}` or its bare name
-(`options.py`: `component_node` completes and checks one, `attention_choice(cfg.attention)`
-gives the chosen names).
+The scores (`scores.py`) and regions (`regions.py`) are components of the registry, found
+by name (`seq2seq.registry.names("score")`, `names("region")`); the site's reference lists
+them with their options and FLOP formulas, generated from the code
+(docs/reference/components.md). Each is chosen by a node `{name, <its options>}` or its
+bare name (`options.py`: `component_node` completes and checks one,
+`attention_choice(cfg.attention)` gives the chosen names).
 """
 
 from seq2seq.models.attention.attention import (

@@ -96,7 +96,9 @@ class CNNDecoderConfig(ConvS2SConfig):
 
 @registry.register("decoder", "cnn", schema=CNNDecoderConfig)
 class CNNDecoder(CachedDecoder):
-    """A stack of causal convolution layers with attention; `output_dim == hidden_size`.
+    """Convolutional decoder of ConvS2S (Gehring et al. 2017, §3.2-3.3).
+
+    A stack of causal convolution layers with attention; `output_dim == hidden_size`.
 
     `init_hidden` is ignored. The state holds `position` (the next target position), per
     layer the projected memory and `conv_past`, the last k-1 inputs (zeros at the start,

@@ -66,7 +66,9 @@ class RNNDecoderConfig:
 
 @registry.register("decoder", "rnn", schema=RNNDecoderConfig)
 class RNNDecoder(Decoder):
-    """A stacked RNN decoder with one attention layer; `output_dim == hidden_size`.
+    """Recurrent decoder with attention, in Bahdanau et al. 2015 or Luong et al. 2015 style.
+
+    A stacked RNN decoder with one attention layer; `output_dim == hidden_size`.
 
     Every layer's initial hidden state (and an LSTM's initial cell state) is the bridge's
     `init_hidden`. Dropout is applied between stacked RNN layers and to the input of the

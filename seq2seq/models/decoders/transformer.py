@@ -126,7 +126,10 @@ class TransformerDecoderConfig(TransformerConfig):
 
 @registry.register("decoder", "transformer", schema=TransformerDecoderConfig)
 class TransformerDecoder(CachedDecoder):
-    """A stack of pre-LN Transformer decoder blocks; `output_dim == hidden_size`.
+    """Transformer decoder, pre-layer-norm (Vaswani et al. 2017, §3.1; pre-LN as in Xiong et
+    al. 2020).
+
+    A stack of pre-LN Transformer decoder blocks; `output_dim == hidden_size`.
 
     `init_hidden` is ignored. The state holds `position` (the next target position), per
     layer the self-attention cache `self_keys` / `self_values` (None before the first step,

@@ -68,7 +68,10 @@ class CNNEncoderConfig(ConvS2SConfig):
 
 @registry.register("encoder", "cnn", schema=CNNEncoderConfig)
 class CNNEncoder(Encoder):
-    """`(src_embedded (B, S, embed_dim), src_mask (B, S)) -> EncoderOutput` (Gehring et al. 2017).
+    """Convolutional encoder of ConvS2S (Gehring et al. 2017, "Convolutional Sequence to
+    Sequence Learning", §3).
+
+    `(src_embedded (B, S, embed_dim), src_mask (B, S)) -> EncoderOutput`.
 
         e = dropout(w + p)                       token embedding + learned position (§3.1)
         h⁰ = W_in e                              linear to hidden_size

@@ -35,7 +35,9 @@ class RNNEncoderConfig:
 
 @registry.register("encoder", "rnn", schema=RNNEncoderConfig)
 class RNNEncoder(Encoder):
-    """`(src_embedded (B, S, embed_dim), src_mask (B, S)) -> EncoderOutput`.
+    """Recurrent encoder (Elman RNN, LSTM or GRU), optionally bidirectional and stacked.
+
+    `(src_embedded (B, S, embed_dim), src_mask (B, S)) -> EncoderOutput`.
 
     * memory `(B, S, hidden_size * directions)`: the top layer's outputs, both directions
       concatenated; padded positions are exactly zero.

@@ -65,7 +65,9 @@ class TransformerEncoderConfig(TransformerConfig):
 
 @registry.register("encoder", "transformer", schema=TransformerEncoderConfig)
 class TransformerEncoder(Encoder):
-    """`(src_embedded (B, S, embed_dim), src_mask (B, S)) -> EncoderOutput`.
+    """Transformer encoder (Vaswani et al. 2017, §3.1) with pre-layer-norm blocks.
+
+    `(src_embedded (B, S, embed_dim), src_mask (B, S)) -> EncoderOutput`.
 
         h⁰ = dropout(P(W_in x))          W_in only when embed_dim != hidden_size; P adds positions
         hˡ = PreNormEncoderLayer(hˡ⁻¹)   l = 1..num_layers
