@@ -81,6 +81,12 @@ class TrainerConfig:
     # alignment_accuracy (the toy tasks, probes) or a plugin's (seq2seq.metrics)
     select_metric: str = "bleu"
     patience: int = 0  # validations without a better trainer.select_metric before stopping; 0 = never
+    # Stop once the best trainer.select_metric gained less than this over the last
+    # converged_fraction of the updates so far, judged only when that part of the run holds
+    # at least converged_validations validations (training/convergence.py); 0 = never
+    converged_gain: float = 0.0
+    converged_fraction: float = 0.25
+    converged_validations: int = 3
     grad_clip: float = 1.0
     accumulate: int = 1
     label_smoothing: float = 0.1

@@ -83,9 +83,9 @@ def test_markdown_table_shows_dashes_for_missing_values(sweep, tmp_path):
         "13.00", "12.00", "40.50", "0.500",
     ]  # fmt: skip
     # no checkpoint (no AER), no test.hyp (no test), no baseline: those cells are dashes
-    assert rows[1].count("—") == 2 + 1 + 3  # and the alignment accuracy
+    assert rows[1].count("—") == 2 + 1 + 4  # and the alignment accuracy (3 AER columns)
     assert rows[2][1] == "0/1"  # the crashed run: no finished seed
-    assert rows[2].count("—") == 13  # it has nothing but its name, seeds and folder
+    assert rows[2].count("—") == 14  # it has nothing but its name, seeds and folder
 
 
 def test_a_linked_run_joins_the_other_sweep_and_the_header_names_the_command(sweep, tmp_path):

@@ -195,7 +195,7 @@ def test_the_summary_alone_rewrites_the_report_of_existing_sweeps(tmp_path):
     assert run_comparison(found, "seq2seq-compare stages=[summary]") == out / "COMPARISON.md"
     text = (out / "COMPARISON.md").read_text(encoding="utf-8")
     assert text.startswith("# Comparison\n\nRuns trained by `seq2seq-compare budget=small`")
-    assert len(table_rows(text, "score=", 16)) == 3 and len(table_rows(text, "attention=", 16)) == 1
+    assert len(table_rows(text, "score=", 17)) == 3 and len(table_rows(text, "attention=", 17)) == 1
     direct = tmp_path / "direct"
     write_report([sweep], ReportSettings(out_dir=direct, image=False, aer=False, resamples=100))
     assert read_csv(out / "comparison.csv") == read_csv(direct / "comparison.csv")
@@ -230,7 +230,7 @@ def test_a_comparison_on_a_toy_task_trains_both_configurations_and_tests_them(tm
     ]
     assert rows[1]["baseline"] == "attention=none" and rows[1]["p_vs_baseline"] != ""
     text = (folder / "COMPARISON.md").read_text(encoding="utf-8")
-    base, additive = table_rows(text, "attention=none", 16) + table_rows(text, "score=", 16)
+    base, additive = table_rows(text, "attention=none", 17) + table_rows(text, "score=", 17)
     assert base[1] == additive[1] == "1" and base[-2] == "base"
     assert additive[-2] != "—"  # the p value against the baseline
     assert "seq2seq-compare attention=[none,additive]" in text.splitlines()[2]

@@ -59,7 +59,7 @@ def test_rows_pool_the_seeds_as_mean_and_sample_std_and_the_csv_keeps_every_seed
     ]
     assert [float(row["test_bleu"]) for row in rows] == bleu["none"] + bleu["additive"]
     text = (out / "COMPARISON.md").read_text(encoding="utf-8")
-    none, additive = table_rows(text, "attention=none", 16) + table_rows(text, "score=additive", 16)
+    none, additive = table_rows(text, "attention=none", 17) + table_rows(text, "score=additive", 17)
     assert none[1] == "3"  # seeds
     assert none[8:10] == ["13.00 ± 2.00", "12.00 ± 2.00"]  # valid, test BLEU
     values = np.array(bleu["additive"])
@@ -107,8 +107,8 @@ def test_significance_against_the_baseline_of_the_same_seed(tmp_path):
     assert rows[("attention=none", 1)]["p_vs_runner_up"] == ""
 
     text = (out / "COMPARISON.md").read_text(encoding="utf-8")
-    (copy,) = table_rows(text, "score=additive", 16)
-    (same,) = table_rows(text, "score=dot", 16)
+    (copy,) = table_rows(text, "score=additive", 17)
+    (same,) = table_rows(text, "score=dot", 17)
     assert copy[9].endswith("†") and copy[-2] == "<0.001 †"
     assert not same[9].endswith("†") and same[-2] == "1.000"
     reading = text.split("## Reading the tables")[1]

@@ -53,6 +53,7 @@ def fill_aer(
                 test_aer_recall=found.head_mean.recall,
                 test_aer_best=found.best.aer,
                 test_aer_best_head=found.best_name,
+                test_aer_guided=None if found.guided is None else found.guided.aer,
             )
 
 

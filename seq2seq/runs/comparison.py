@@ -1,6 +1,6 @@
 """The comparison of `seq2seq-compare`: its settings (the Hydra schema) and its stages.
 
-Four stages, each runnable alone on the same compare folder (`dir`):
+Five stages, each runnable alone on the same compare folder (`dir`):
 
 1. `attention`: the sweep `<dir>/attention`: `+experiment=<experiment>` with every option of
    `attention` (by default every attention preset, the user's in `config_dir` included),
@@ -10,11 +10,17 @@ Four stages, each runnable alone on the same compare folder (`dir`):
    validation, never by test; or `family_attention=<preset>`; written to
    `<dir>/encoders_attention.txt`); the first sweep's runs with that attention are linked
    in instead of being trained again;
-3. `aligner`: the statistical word aligner (eflomal, `seq2seq-align-baseline`) on the runs'
+3. `guided`: the sweep `<dir>/guided`: every `compare_<family>` preset (the first sweep's
+   included) with the encoder sweep's attention and guided alignment (`guided`, by default
+   `alignment=guided`: Garg et al. 2019, with the statistical aligner's links of the
+   training split); the encoder sweep's runs, unguided, are linked in as each guided
+   configuration's twin, which the summary tests it against (`report.twin_marker`);
+   skipped when `guided` is empty;
+4. `aligner`: the statistical word aligner (eflomal, `seq2seq-align-baseline`) on the runs'
    prepared training split, scored on the gold test pairs (`<dir>/aligner_eflomal.json`):
    the non-neural row beside every attention's AER; skipped, in one line, for data without
    a prepared corpus (the toy tasks);
-4. `summary`: `COMPARISON.md` and `comparison.csv` of the sweeps (`seq2seq.runs.report`),
+5. `summary`: `COMPARISON.md` and `comparison.csv` of the sweeps (`seq2seq.runs.report`),
    into `report.out_dir`, else the budget's `out_dir`, else `<dir>` (the CSV and the images
    into the budget's `files_dir` when it has one and `report.out_dir` is not given). With `sweeps=[...]`
    it reads those folders instead: any Hydra sweeps, such as a plain `seq2seq-train -m`.
@@ -38,8 +44,8 @@ from seq2seq.runs.report import ReportSettings, write_report
 from seq2seq.runs.sweep import link_runs, report_count, warn
 
 log = logging.getLogger(__name__)
-STAGES = ("attention", "encoders", "aligner", "summary")
-FIRST_SWEEP, FAMILY_SWEEP = "attention", "encoders"
+STAGES = ("attention", "encoders", "guided", "aligner", "summary")
+FIRST_SWEEP, FAMILY_SWEEP, GUIDED_SWEEP = "attention", "encoders", "guided"
 CHOSEN_ATTENTION, MADE_BY = "encoders_attention.txt", "made_by.txt"  # in the compare folder
 ALIGNER_FILE = "aligner_eflomal.json"
 
@@ -71,6 +77,9 @@ class ReportConfig:
     # Overrides that mark a sweep's baseline, first match wins; None: attention=none, then
     # +experiment=<experiment> (the encoder sweep's).
     baselines: list[str] | None = None
+    # The override that marks a configuration tested against its twin without it (the
+    # guided sweep's); null: none
+    twin_marker: str | None = "alignment=guided"
     baseline_aer: list[str] = field(default_factory=list)  # word aligners' JSON files
     resamples: int = BOOTSTRAP_RESAMPLES
     made_by: str | None = None  # None: what the attention stage recorded in made_by.txt
@@ -88,6 +97,9 @@ class CompareConfig:
     experiment: str = "compare_gru"  # the preset every run of the first sweep starts from
     families: list[str] | None = None  # the encoder sweep; None: every other compare_* preset
     family_attention: str = "best"  # the encoder sweep's attention; best: by mean valid BLEU
+    # The guided sweep's overrides of every family (beside the encoder sweep's attention);
+    # []: no guided sweep
+    guided: list[str] = field(default_factory=lambda: ["alignment=guided"])
     seeds: int = II("budget.seeds")
     seed_base: int = 1234  # the presets' trainer.seed: seed 1 is a plain training's run
     jobs: int = 1  # trainings at once on this machine (joblib), cores/jobs threads each
@@ -116,7 +128,8 @@ def run_comparison(settings: CompareConfig, command: str) -> Path | None:
     check(settings)
     folder, report = Path(settings.dir), None
     stages = {"attention": train_first_sweep, "encoders": train_family_sweep,
-              "aligner": score_aligner, "summary": write_summary}  # fmt: skip
+              "guided": train_guided_sweep, "aligner": score_aligner,
+              "summary": write_summary}  # fmt: skip
     for stage in settings.stages:
         log.info("stage %s in %s", stage, folder)
         report = stages[stage](settings, folder, command) or report
@@ -172,6 +185,34 @@ def train_family_sweep(settings: CompareConfig, folder: Path, command: str) -> N
         log.warning("no run of the first sweep linked into the encoder sweep: %s", error)
 
 
+def family_attention(settings: CompareConfig, folder: Path) -> str:
+    """The encoder sweep's attention: as it recorded it, else `family_attention` (best: the
+    first sweep's best by mean valid BLEU)."""
+    recorded = folder / CHOSEN_ATTENTION
+    if recorded.is_file():
+        return recorded.read_text(encoding="utf-8").strip()
+    chosen = settings.family_attention
+    return best_of_first_sweep(folder) if chosen == "best" else chosen
+
+
+def train_guided_sweep(settings: CompareConfig, folder: Path, command: str) -> None:
+    """Stage 3 (module docstring)."""
+    if not settings.guided:
+        log.info("guided: no overrides in `guided`: skipped")
+        return
+    chosen = family_attention(settings, folder)
+    families = [settings.experiment, *(settings.families or [
+        name for name in preset_names("experiment", "compare_") if name != settings.experiment
+    ])]  # fmt: skip
+    axes = ["+experiment=" + ",".join(families), f"attention={chosen}", *settings.guided]
+    log.info("guided sweep: %s", " ".join(axes))
+    run_sweep(sweep_of(settings, folder / GUIDED_SWEEP, axes))
+    try:
+        link_runs(folder / FAMILY_SWEEP, folder / GUIDED_SWEEP, f"attention={chosen}")
+    except FileNotFoundError as error:
+        log.warning("no unguided twin linked into the guided sweep: %s", error)
+
+
 def best_of_first_sweep(folder: Path) -> str:
     """The attention option with the best mean valid BLEU in `<dir>/attention`."""
     unreadable: list[RunReadError] = []
@@ -188,7 +229,7 @@ def best_of_first_sweep(folder: Path) -> str:
 
 
 def score_aligner(settings: CompareConfig, folder: Path, command: str) -> None:
-    """Stage 3 (module docstring)."""
+    """Stage 4 (module docstring)."""
     corpus = aligner_corpus(settings, folder)
     if corpus is None:
         log.info("aligner: the runs' data has no prepared corpus (a toy task?): skipped")
@@ -225,11 +266,12 @@ def files_dir(report_out_dir: str | None, budget: BudgetConfig) -> Path | None:
 
 
 def write_summary(settings: CompareConfig, folder: Path, command: str) -> Path:
-    """Stage 4 (module docstring)."""
+    """Stage 5 (module docstring)."""
     if settings.sweeps:
         sweeps = [Path(path) for path in settings.sweeps]
     else:
-        sweeps = [folder / name for name in (FIRST_SWEEP, FAMILY_SWEEP) if (folder / name).is_dir()]
+        names = (FIRST_SWEEP, FAMILY_SWEEP, GUIDED_SWEEP)
+        sweeps = [folder / name for name in names if (folder / name).is_dir()]
     if not sweeps:
         raise StageError(f"summary: no sweep folder below {folder}; give dir= or sweeps=")
     report = settings.report
@@ -241,6 +283,7 @@ def write_summary(settings: CompareConfig, folder: Path, command: str) -> Path:
         files_dir=files_dir(report.out_dir, settings.budget),
         image=report.image, aer=report.aer, device=report.device,
         baselines=report.baselines or ["attention=none", f"+experiment={settings.experiment}"],
+        twin_marker=report.twin_marker,
         baseline_aer=[*sorted(folder.glob("aligner_*.json")), *map(Path, report.baseline_aer)],
         resamples=report.resamples, command=command, made_by=made_by,
     ))  # fmt: skip

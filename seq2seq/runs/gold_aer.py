@@ -6,10 +6,12 @@ argmax links:
 
 * head mean: the last layer, mean over its heads (`AlignSettings()`: what `valid/aer`
   logs during training and `seq2seq-align CKPT --gold` scores by default);
-* best head: the one layer × head with the lowest AER on the gold set's `valid` part,
+* chosen head: the one layer × head with the lowest AER on the gold set's `valid` part,
   scored on the `test` part. The head is chosen on valid, like every other choice of the
   comparison, so that its test AER is not the best of many tries on the test pairs; it
-  is named as `seq2seq-align --layer L --head H` takes it (both counted from 0).
+  is named as `seq2seq-align --layer L --head H` takes it (both counted from 0);
+* guided head: for a model trained with guided alignment (`alignment.guided`), the head
+  (or head mean) that was supervised (`seq2seq.align.defaults.guided_mark`).
 
 The gold pairs are encoded as the AER hook encodes them (`seq2seq.visualise.hooks.
 gold_example`) and the links come from `seq2seq.align.extract.links_from_attention`:
@@ -26,6 +28,7 @@ from pathlib import Path
 import torch
 
 from seq2seq.align.attention import teacher_forced_weights
+from seq2seq.align.defaults import guided_mark
 from seq2seq.align.extract import AlignSettings, links_from_attention
 from seq2seq.align.gold import gold_set
 from seq2seq.inference import Translator
@@ -35,13 +38,14 @@ from seq2seq.visualise.hooks import GoldExample, gold_example
 
 @dataclass(frozen=True)
 class GoldAer:
-    """Test AER of one checkpoint: the last layer's head mean, and the head that aligned
-    best on the valid part (`layer`, `head`, from 0)."""
+    """Test AER of one checkpoint: the last layer's head mean, the head that aligned best
+    on the valid part (`layer`, `head`, from 0) and, for a guided model, the guided head."""
 
     head_mean: AlignmentCounts
     best: AlignmentCounts
     layer: int
     head: int
+    guided: AlignmentCounts | None = None  # the guided head's; None for an unguided model
 
     @property
     def best_name(self) -> str:
@@ -105,9 +109,12 @@ def checkpoint_aer(checkpoint: Path, device: str = "cpu") -> GoldAer | None:
     chosen = min(grid, key=lambda settings: _aer_or_worst(
         counts_of(valid_attention, valid, settings)
     ))  # fmt: skip
+    mark = guided_mark(translator.config, layers, heads)
+    guided = None if mark is None else AlignSettings(layer=mark.layer, head=mark.head)
     return GoldAer(
         head_mean=counts_of(test_attention, test, AlignSettings()),
         best=counts_of(test_attention, test, chosen),
         layer=chosen.layer,
         head=chosen.head or 0,
+        guided=None if guided is None else counts_of(test_attention, test, guided),
     )

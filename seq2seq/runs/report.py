@@ -58,13 +58,14 @@ TABLE_COLUMNS = (  # (key, markdown header); see `table_cell`
     ("test_chrf", "test chrF"),
     ("alignment_accuracy", "align. acc."),
     ("test_aer", "test AER (head mean)"),
-    ("test_aer_best", "test AER (best head)"),
+    ("test_aer_best", "test AER (chosen head)"),
+    ("test_aer_guided", "test AER (guided head)"),
     ("p_vs_baseline", "p vs base"),
     ("run_dir", "run folders"),
 )
 SPREAD = {  # figures shown as mean ± std, with their decimals
     "last_quarter_gain": 2, "valid_bleu": 2, "test_bleu": 2, "test_chrf": 2,
-    "alignment_accuracy": 3, "test_aer": 3, "test_aer_best": 3,
+    "alignment_accuracy": 3, "test_aer": 3, "test_aer_best": 3, "test_aer_guided": 3,
 }  # fmt: skip
 
 
@@ -144,24 +145,38 @@ def table_cell(configuration: Configuration, key: str, roles: dict[str, Any]) ->
     return f"{mean:.1f}"  # train_minutes
 
 
-def markdown_table(configurations: list[Configuration], baseline: int | None) -> list[str]:
+def bases(baseline: int | None, twins: dict[int, int]) -> set[int]:
+    """The configurations others are tested against: the baseline, or every twin."""
+    return set(twins.values()) if twins else {baseline} - {None}
+
+
+def markdown_table(
+    configurations: list[Configuration], baseline: int | None, twins: dict[int, int]
+) -> list[str]:
     lines = ["| " + " | ".join(header for _, header in TABLE_COLUMNS) + " |"]
     lines.append("|" + "---|" * len(TABLE_COLUMNS))
     for index, configuration in enumerate(configurations):
-        roles = {"is_baseline": index == baseline}
+        roles = {"is_baseline": index in bases(baseline, twins)}
         cells = [table_cell(configuration, key, roles) for key, _ in TABLE_COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
-def significance_table(configurations: list[Configuration], baseline: int | None) -> list[str]:
-    """Per configuration: the BLEU difference to the baseline, the p of each seed and the
-    95% confidence interval of each seed's test BLEU."""
+def significance_table(
+    configurations: list[Configuration],
+    baseline: int | None,
+    twins: dict[int, int],
+    twin_marker: str | None,
+) -> list[str]:
+    """Per configuration: the BLEU difference to the baseline (or its twin), the p of each
+    seed and the 95% confidence interval of each seed's test BLEU."""
     if not any(row["test_bleu_ci_low"] is not None for c in configurations for row in c.rows):
         return []
-    base = None if baseline is None else configurations[baseline].label
+    base = None if baseline is None else f"`{configurations[baseline].label}`"
+    if twins:
+        base = f"each `{twin_marker}` configuration's twin (the same without it)"
     lines = [
-        f"Test BLEU, paired bootstrap against `{base}` seed by seed "
+        f"Test BLEU, paired bootstrap against {base} seed by seed "
         f"({BOOTSTRAP_RESAMPLES:,} resamples; {MARK}: p < {SIGNIFICANCE_LEVEL} for every seed, "
         "in one direction):" if base else
         "Test BLEU with its 95% confidence interval (no baseline in this sweep):",
@@ -179,7 +194,7 @@ def significance_table(configurations: list[Configuration], baseline: int | None
             )
             or MISSING
         )
-        if index == baseline:
+        if index in bases(baseline, twins):
             tested, delta, p_values = "base", MISSING, MISSING
         elif test is None or not test["seeds"]:
             tested, delta, p_values = "0", MISSING, MISSING
@@ -220,7 +235,11 @@ def reading_section(
     ]  # fmt: skip
     for sweep, configurations in sweeps.items():
         baseline, best_two = roles[sweep]["baseline"], roles[sweep]["best_two"]
-        lines += ["", baseline_verdict(sweep, configurations, baseline)]
+        twins = roles[sweep].get("twins")
+        if twins:
+            lines += ["", twin_verdict(sweep, configurations, twins)]
+        else:
+            lines += ["", baseline_verdict(sweep, configurations, baseline)]
         if best_two:
             best, runner_up = (configurations[i] for i in best_two)
             lines.append(runner_up_verdict(sweep, best, runner_up))
@@ -248,6 +267,29 @@ def baseline_verdict(sweep: str, configurations: list[Configuration], baseline: 
     if untested:
         parts.append(f"{untested} configuration(s) could not be tested (no test.hyp "
                      "or references, or no run of a seed the baseline has).")  # fmt: skip
+    return " ".join(parts)
+
+
+def twin_verdict(sweep: str, configurations: list[Configuration], twins: dict[int, int]) -> str:
+    """Each configuration tested against its twin: better, worse or not different."""
+    verdicts = {"better": [], "worse": [], "same": [], "untested": []}
+    for index, twin in twins.items():
+        configuration, test = configurations[index], configurations[index].test.get("baseline", {})
+        pair = f"`{configuration.label}` against `{configurations[twin].label}`"
+        if not test.get("seeds"):
+            verdicts["untested"].append(pair)
+            continue
+        pair += f" ({test['delta']:+.2f})"
+        kind = "same" if not test["significant"] else "better" if test["delta"] > 0 else "worse"
+        verdicts[kind].append(pair)
+    parts = [f"- **{sweep}** (each configuration against its twin):",
+             f"significantly better test BLEU: {', '.join(verdicts['better']) or 'none'};",
+             f"significantly worse: {', '.join(verdicts['worse']) or 'none'};",
+             "no significant difference, so no conclusion: "
+             f"{', '.join(verdicts['same']) or 'none'}."]  # fmt: skip
+    if verdicts["untested"]:
+        parts.append(f"Not tested (no test.hyp or no run of the same seed): "
+                     f"{', '.join(verdicts['untested'])}.")  # fmt: skip
     return " ".join(parts)
 
 
@@ -302,6 +344,9 @@ class ReportSettings:
     aer: bool = True  # the test AER columns
     device: str = "cpu"  # for the images and the AER
     baselines: list[str] = field(default_factory=lambda: list(DEFAULT_BASELINES))
+    # An override that marks a configuration tested against its twin without it (a sweep
+    # with twins has no single baseline); None: no twins
+    twin_marker: str | None = "alignment=guided"
     baseline_aer: list[Path] = field(default_factory=list)  # word aligners' files
     resamples: int = BOOTSTRAP_RESAMPLES
     command: str = "seq2seq-compare"  # what wrote the report, for its header
@@ -328,8 +373,11 @@ def write_report(sweep_dirs: list[Path], settings: ReportSettings) -> Path | Non
     files_dir = out_dir if settings.files_dir is None else Path(settings.files_dir)
     for folder in (out_dir, files_dir):
         folder.mkdir(parents=True, exist_ok=True)
-    roles = {name: assess(configurations, list(settings.baselines), settings.resamples)
-             for name, configurations in sweeps.items()}  # fmt: skip
+    roles = {
+        name: assess(configurations, list(settings.baselines), settings.resamples,
+                     settings.twin_marker)
+        for name, configurations in sweeps.items()
+    }  # fmt: skip
     if settings.aer:
         scored: dict[Path, Any] = {}
         for configurations in sweeps.values():
@@ -372,9 +420,9 @@ class Report:
             lines += ["", f"{left_out_line(len(self.unreadable))}:", ""]
             lines += [f"- {error}" for error in self.unreadable]
         for sweep, configurations in self.sweeps.items():
-            baseline = self.roles[sweep]["baseline"]
-            lines += ["", f"## {sweep}", "", *markdown_table(configurations, baseline)]
-            table = significance_table(configurations, baseline)
+            baseline, twins = self.roles[sweep]["baseline"], self.roles[sweep].get("twins", {})
+            lines += ["", f"## {sweep}", "", *markdown_table(configurations, baseline, twins)]
+            table = significance_table(configurations, baseline, twins, settings.twin_marker)
             if table:
                 lines += ["", *table]
             if sweep in self.images:
@@ -401,13 +449,14 @@ def header_lines(command: str, made_by: str | None) -> list[str]:
         "of `train/tokens_per_sec`; valid BLEU: the best validation; test BLEU / chrF: the "
         "best checkpoint on the test split (`results.json`); best at: the update of the best "
         "validation and the minutes to it; last ¼ gain: the best valid BLEU minus the best "
-        "within the first three quarters of the budget (under 0.5: converged for this "
-        "budget); align. acc.: the last "
+        "within the first three quarters of the run's updates (under 0.5: converged for its "
+        "length; `trainer.converged_gain` stops a run there); align. acc.: the last "
         "`valid/alignment_accuracy` (share of probe words whose strongest attention falls "
         "on the linked source word); test AER: alignment error rate (Och & Ney 2003) of the "
         "best checkpoint's teacher-forced attention on the hand-aligned test pairs "
-        "(`seq2seq/align/gold/`), argmax links, the last layer's head mean and the layer × "
-        "head with the lowest AER on the valid gold pairs (named `layer L head H`), `—` for "
-        "models without attention; p vs base: the paired bootstrap of test BLEU against the "
-        f"sweep's baseline, the largest p over the seeds ({MARK}: significant, below).",
+        "(`seq2seq/align/gold/`), argmax links: the last layer's head mean, the layer × "
+        "head chosen for the lowest AER on the valid gold pairs (named `layer L head H`) "
+        "and, for a guided model, the guided head; `—` for models without attention; p vs "
+        "base: the paired bootstrap of test BLEU against the sweep's baseline (or a guided "
+        f"model's unguided twin), the largest p over the seeds ({MARK}: significant, below).",
     ]

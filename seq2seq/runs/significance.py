@@ -9,8 +9,10 @@ differ in the configuration only, not in the initialisation or the data order.
 
 A configuration differs significantly from the baseline when p < 0.05 for every seed tested
 and all its seeds' BLEU differences have the same sign; its p is the largest of its seeds'.
-The two configurations with the best mean valid BLEU are tested against each other the same
-way (is the validation ranking of the winner a conclusion?). Every run with a test set also
+In a sweep with twins (`find_twins`: each guided configuration and the same configuration
+unguided), each configuration with the twin marker is tested against its own twin instead of
+one baseline for the whole sweep. The two configurations with the best mean valid BLEU are
+tested against each other the same way (is the validation ranking of the winner a conclusion?). Every run with a test set also
 gets the 95% confidence interval of its test BLEU.
 """
 
@@ -23,7 +25,7 @@ from typing import Any
 
 from seq2seq.metrics import SIGNIFICANCE_LEVEL, BootstrapResult, paired_bootstrap
 from seq2seq.runs.reading import read_config
-from seq2seq.runs.sweep import Configuration, find_baseline, warn
+from seq2seq.runs.sweep import Configuration, find_baseline, find_twins, warn
 
 
 @dataclass(frozen=True)
@@ -127,24 +129,31 @@ def summary(results: list[tuple[BootstrapResult, BootstrapResult]]) -> dict[str,
 
 
 def assess(
-    configurations: list[Configuration], baselines: list[str], resamples: int
+    configurations: list[Configuration],
+    baselines: list[str],
+    resamples: int,
+    twin_marker: str | None = None,
 ) -> dict[str, Any]:
     """Fill the interval, baseline and runner-up columns of every row; returns what the
-    report says about the sweep: the baseline's and the two best configurations' indices."""
+    report says about the sweep: the baseline's and the two best configurations' indices,
+    and the twins ({configuration: its twin}; then there is no single baseline)."""
     cache: dict[Path, list[str]] = {}
     tests = {
         row["run_dir"]: read_test_set(Path(row["run_dir"]), cache)
         for configuration in configurations
         for row in configuration.rows
     }
-    baseline = find_baseline(configurations, baselines)
+    twins = find_twins(configurations, twin_marker) if twin_marker else {}
+    baseline = None if twins else find_baseline(configurations, baselines)
     if baseline is not None:
         against_baseline(configurations, baseline, tests, resamples)
+    for index, twin in twins.items():
+        against_twin(configurations[index], configurations[twin], tests, resamples)
     fill_missing_intervals(configurations, tests, resamples)
     best_two = best_by_valid(configurations)
     if best_two:
         against_runner_up(*(configurations[index] for index in best_two), tests, resamples)
-    return {"baseline": baseline, "best_two": best_two}
+    return {"baseline": baseline, "best_two": best_two, "twins": twins}
 
 
 def against_baseline(
@@ -170,6 +179,31 @@ def against_baseline(
             for row in configuration.rows:
                 row["config_p_vs_baseline"] = configuration.test["baseline"]["p"]
                 row["significant_vs_baseline"] = configuration.test["baseline"]["significant"]
+
+
+def against_twin(
+    configuration: Configuration, twin: Configuration, tests: dict, resamples: int
+) -> None:
+    """The configuration's runs against its twin's run of the same seed (the baseline
+    columns, naming the twin)."""
+    found = seedwise_tests(twin, [configuration], tests, resamples)
+    pairs = []
+    for index, member in ((0, twin), (1, configuration)):
+        for row in member.rows:
+            result = found.get((index, row["seed"]))
+            if result is not None:
+                set_interval(row, result)
+    for row in configuration.rows:
+        result = found.get((1, row["seed"]))
+        row["baseline"] = twin.label
+        if result is None:
+            continue
+        row["p_vs_baseline"] = result.p_value
+        pairs.append((result, found[(0, row["seed"])]))
+    configuration.test["baseline"] = summary(pairs)
+    for row in configuration.rows:
+        row["config_p_vs_baseline"] = configuration.test["baseline"]["p"]
+        row["significant_vs_baseline"] = configuration.test["baseline"]["significant"]
 
 
 def fill_missing_intervals(

@@ -48,7 +48,7 @@ ROW_KEYS = (
     "minutes_to_best", "last_quarter_gain", "tokens_per_sec",
     "valid_bleu", "test_bleu", "test_bleu_ci_low", "test_bleu_ci_high", "test_chrf",
     "alignment_accuracy", "test_aer", "test_aer_precision", "test_aer_recall",
-    "test_aer_best", "test_aer_best_head",
+    "test_aer_best", "test_aer_best_head", "test_aer_guided",
     "baseline", "p_vs_baseline", "config_p_vs_baseline", "significant_vs_baseline",
     "runner_up", "p_vs_runner_up", "config_p_vs_runner_up", "significant_vs_runner_up",
     "run_dir",
@@ -210,6 +210,24 @@ def find_baseline(configurations: list[Configuration], patterns: list[str]) -> i
         if len(matching) == 1:
             return matching[0]
     return None
+
+
+def find_twins(configurations: list[Configuration], marker: str) -> dict[int, int]:
+    """{index of a configuration run with the override `marker`: index of its twin}, the
+    twin being the configuration whose overrides are the same without `marker` (the seeds
+    aside), e.g. each guided model (`alignment=guided`) and the same model unguided."""
+    def without_seeds(found: set[str]) -> frozenset[str]:
+        return frozenset(item for item in found if not item.startswith("trainer.seed="))
+
+    keys = [without_seeds(configuration.overrides()) for configuration in configurations]
+    twins = {}
+    for index, key in enumerate(keys):
+        if marker not in key:
+            continue
+        matching = [other for other, found in enumerate(keys) if found == key - {marker}]
+        if len(matching) == 1:
+            twins[index] = matching[0]
+    return twins
 
 
 # ---------------------------------------------------------------- linking runs

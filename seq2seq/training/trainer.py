@@ -79,6 +79,7 @@ from seq2seq.metrics.loss import perplexity
 from seq2seq.models.model import Seq2Seq
 from seq2seq.special_tokens import PAD_ID
 from seq2seq.training import distributed, reinforce
+from seq2seq.training.convergence import recent_gain, validations_in_window
 from seq2seq.training.guidance import Guidance, guided_loss
 from seq2seq.training.hooks import ValidationContext, ValidationHook, produced_metrics
 from seq2seq.training.logger import RunLogger, sample_table
@@ -151,6 +152,7 @@ class Progress:
     best_step: int = 0
     best_scores: dict[str, float] = field(default_factory=dict)  # every metric at best_step
     bad_validations: int = 0  # validations since the best, for trainer.patience
+    history: list[list[float]] = field(default_factory=list)  # [update, selected value] of each validation
     validated_step: int = 0  # step of the latest validation
     train_seconds: float = 0.0
     stopped_early: bool = False
@@ -172,7 +174,26 @@ class Progress:
             values.setdefault("best_metric", "bleu")
             values.setdefault("best_value", best if best >= 0 else None)
             values.setdefault("best_scores", {"bleu": best} if best >= 0 else {})
+        values["history"] = checked_history(values.get("history", []))
         return cls(**values)
+
+
+def checked_history(value: Any) -> list[list[float]]:
+    """A checkpoint's validation history: a list of [update, value] pairs with finite
+    numbers in update order; CheckpointError naming `progress.history` otherwise."""
+    def is_number(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+    pairs = value if isinstance(value, list) else None
+    if pairs is None or not all(
+        isinstance(pair, (list, tuple)) and len(pair) == 2 and all(map(is_number, pair))
+        for pair in pairs
+    ):
+        raise CheckpointError("progress.history: must be a list of [update, value] number pairs")
+    steps = [pair[0] for pair in pairs]
+    if steps != sorted(steps):
+        raise CheckpointError("progress.history: the updates must be in increasing order")
+    return [[int(step), float(score)] for step, score in pairs]
 
 
 class Trainer:
@@ -571,6 +592,7 @@ class Trainer:
         stopping after trainer.patience of them)."""
         value = self.selected_value(metrics, step)
         self.schedule.on_validation(value, higher_is_better=self.selection.higher_is_better)
+        self._check_converged(value, step)
         p = self.progress
         if self.selection.improves(value, p.best_value):
             p.best_value, p.best_step, p.best_scores = value, step, dict(metrics)
@@ -578,8 +600,28 @@ class Trainer:
             return True
         p.bad_validations += 1
         patience = self.tcfg.patience
-        p.stopped_early = patience > 0 and p.bad_validations >= patience
+        if patience > 0 and p.bad_validations >= patience:
+            p.stopped_early = True
         return False
+
+    def _check_converged(self, value: float, step: int) -> None:
+        """Record the validation; stop once the selected metric's gain over the last
+        `trainer.converged_fraction` of the updates, holding at least
+        `trainer.converged_validations` validations, is under `trainer.converged_gain`."""
+        p, t = self.progress, self.tcfg
+        p.history.append([step, value])
+        if t.converged_gain <= 0:
+            return
+        if validations_in_window(p.history, t.converged_fraction) < t.converged_validations:
+            return
+        gain = recent_gain(p.history, t.converged_fraction, self.selection.higher_is_better)
+        if gain is not None and gain < t.converged_gain:
+            p.stopped_early = True
+            log.info(
+                "step %d: converged: %s gained %.3f (< trainer.converged_gain %g) over the "
+                "last %g of the updates; stopping", step, self.selection.name, gain,
+                t.converged_gain, t.converged_fraction,
+            )  # fmt: skip
 
     def selected_value(self, metrics: dict[str, float], step: int) -> float:
         """The selected metric's value among a validation's metrics; ConfigError when no

@@ -175,7 +175,8 @@ def save_translation_heatmap(
 
 
 def describe_run(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
-    """What distinguishes a model: encoder, decoder and attention settings, as short strings."""
+    """What distinguishes a model: encoder, decoder and attention settings, as short strings,
+    and `alignment: guided` for a model trained with guided alignment."""
     config = _plain(cfg)
     described = {group: _part_name(group, config[group]) for group in ("encoder", "decoder")}
     attention = config["attention"]
@@ -186,7 +187,10 @@ def describe_run(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
     if region == "local":
         local = component_node("region", attention["region"])
         region = f"local-{local['mode'][0]} D={local['window']}"
-    return {**described, "score": score, "region": region, "heads": str(attention["heads"])}
+    described |= {"score": score, "region": region, "heads": str(attention["heads"])}
+    if (config.get("alignment") or {}).get("guided"):
+        described["alignment"] = "guided"
+    return described
 
 
 def run_title(cfg: DictConfig | Mapping[str, Any], step: int | None = None) -> str:
