@@ -90,26 +90,32 @@ bench-data: $(STAMP)
 	$(PY) scripts/bench_data.py $(ARGS)
 
 # The comparison of COMPARISON.md, `seq2seq-compare` (seq2seq/runs/comparison.py; its settings:
-# configs/compare/). Two Hydra sweeps with the same data, split, step budget and parameter
+# configs/compare/). Three Hydra sweeps with the same data, split, training rule and parameter
 # budget (±10%), each configuration trained SEEDS times (trainer.seed = 1234, 1235, ...: the
 # initialisation and the data order change, the split's data.seed never does):
-#   attention/: the GRU model (compare_gru) with every attention preset;
+#   attention/: the GRU model (compare_gru) with every attention preset (ARGS="attention=[a,b]"
+#               for some of them);
 #   encoders/:  the attention with the best mean valid BLEU in attention/ (or ATTENTION=<preset>)
 #               with every other encoder/decoder family; the GRU runs of every seed are linked
 #               from attention/ instead of being trained again;
+#   guided/:    every family with that attention and guided alignment (alignment=guided, the
+#               statistical aligner's links), each tested against its unguided twin, linked
+#               from encoders/;
 # then eflomal's test AER (the aligner row; COMPARE_DATA: its prepared corpus, by default the
 # runs' own) and the summary: COMPARISON.md, comparison.csv and the alignment images, one
 # table row per configuration (mean ± std over its seeds; the CSV keeps one row per seed),
 # paired bootstrap tests of test BLEU (1,000 resamples) against each sweep's baseline
-# (attention=none; the GRU) seed by seed, 95% intervals, and the test AER of every model on
-# the hand-aligned gold pairs. BASELINE_AER="a.json b.json" adds other word aligners' test
-# AER (the file format: seq2seq/runs/aer_rows.py).
-# BUDGET=full: 600 updates per run, SEEDS=3, about 2 h with JOBS=1, written to ./COMPARISON.md;
-# BUDGET=small: 60 updates, SEEDS=1, about 20 min, written into its compare folder. JOBS=N
+# (attention=none; the GRU; the unguided twin) seed by seed, 95% intervals, and the test AER
+# of every model on the hand-aligned gold pairs. BASELINE_AER="a.json b.json" adds other word
+# aligners' test AER (the file format: seq2seq/runs/aer_rows.py).
+# BUDGET=full: every run until near convergence (valid BLEU gained under 0.5 in the last
+# quarter of its updates; at most 3,000), SEEDS=3, written to ./COMPARISON.md: about 4 min
+# per run with JOBS=2 on 2 cores, so the whole comparison (20 configurations × 3 seeds) takes
+# about 4 h; BUDGET=small: 60 updates, SEEDS=1, written into its compare folder. JOBS=N
 # trains N runs at once (Hydra's joblib launcher), each with cores/N torch threads. ARGS: more
 # settings of seq2seq-compare (`seq2seq-compare --cfg job` lists them).
 # The stages can be run alone with the same COMPARE_DIR, e.g. to finish a compare:
-#   make compare-encoders compare-summary COMPARE_DIR=multirun/compare_full/DATE
+#   make compare-guided compare-aligner compare-summary COMPARE_DIR=multirun/compare_full/DATE
 BUDGET    ?= full
 ATTENTION ?= best
 JOBS      ?= 1
@@ -122,11 +128,11 @@ COMPARE = $(VENV)/bin/seq2seq-compare budget=$(BUDGET) family_attention=$(ATTENT
   $(if $(COMPARE_DATA),aligner_data=$(COMPARE_DATA)) \
   $(if $(BASELINE_AER),report.baseline_aer=[$(subst $(space),$(comma),$(strip $(BASELINE_AER)))]) $(ARGS)
 
-.PHONY: compare compare-attention compare-encoders compare-aligner compare-summary
+.PHONY: compare compare-attention compare-encoders compare-guided compare-aligner compare-summary
 compare: $(STAMP)
 	$(COMPARE)
 
-compare-attention compare-encoders compare-aligner compare-summary: compare-%: $(STAMP)
+compare-attention compare-encoders compare-guided compare-aligner compare-summary: compare-%: $(STAMP)
 	$(COMPARE) stages=[$*]
 
 # The attention lab (seq2seq.lab, docs/lab/): every experiment at its default size; pages and

@@ -182,6 +182,8 @@ def test_the_aligner_stage_is_skipped_for_a_toy_task_and_reads_a_corpus_s_langua
     assert command[command.index("--data-dir") + 1] == str(tmp_path / "prepared/tatoeba_zh_en")
     assert command[command.index("--src") + 1] == "zh" and command[command.index("--tgt") + 1] == "en"
     assert command[-1] == str(tmp_path / "cmp" / "aligner_eflomal.json")
+    methods = command[command.index("--symmetrise") + 1 : command.index("--json")]
+    assert methods == ["forward", "reverse", "intersection", "union", "grow-diag-final-and"]
 
 
 def test_the_summary_alone_rewrites_the_report_of_existing_sweeps(tmp_path):

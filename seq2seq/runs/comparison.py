@@ -17,8 +17,9 @@ Five stages, each runnable alone on the same compare folder (`dir`):
    configuration's twin, which the summary tests it against (`report.twin_marker`);
    skipped when `guided` is empty;
 4. `aligner`: the statistical word aligner (eflomal, `seq2seq-align-baseline`) on the runs'
-   prepared training split, scored on the gold test pairs (`<dir>/aligner_eflomal.json`):
-   the non-neural row beside every attention's AER; skipped, in one line, for data without
+   prepared training split, scored on the gold test pairs (`<dir>/aligner_eflomal.json`),
+   each direction alone and the two combined (`ALIGNER_METHODS`): the non-neural rows
+   beside every attention's AER; skipped, in one line, for data without
    a prepared corpus (the toy tasks);
 5. `summary`: `COMPARISON.md` and `comparison.csv` of the sweeps (`seq2seq.runs.report`),
    into `report.out_dir`, else the budget's `out_dir`, else `<dir>` (the CSV and the images
@@ -48,6 +49,8 @@ STAGES = ("attention", "encoders", "guided", "aligner", "summary")
 FIRST_SWEEP, FAMILY_SWEEP, GUIDED_SWEEP = "attention", "encoders", "guided"
 CHOSEN_ATTENTION, MADE_BY = "encoders_attention.txt", "made_by.txt"  # in the compare folder
 ALIGNER_FILE = "aligner_eflomal.json"
+# eflomal's rows: each direction alone, then the two combined
+ALIGNER_METHODS = ("forward", "reverse", "intersection", "union", "grow-diag-final-and")
 
 
 class StageError(RuntimeError):
@@ -236,7 +239,8 @@ def score_aligner(settings: CompareConfig, folder: Path, command: str) -> None:
         return
     data_dir, src, tgt = corpus
     run = [sys.executable, "-m", "seq2seq.cli.align_baseline", "--data-dir", str(data_dir),
-           "--src", src, "--tgt", tgt, "--part", "test", "--json", str(folder / ALIGNER_FILE)]  # fmt: skip
+           "--src", src, "--tgt", tgt, "--part", "test", "--symmetrise", *ALIGNER_METHODS,
+           "--json", str(folder / ALIGNER_FILE)]  # fmt: skip
     if subprocess.run(run, check=False).returncode != 0:
         raise StageError(f"aligner: seq2seq-align-baseline failed on {data_dir}")
 
