@@ -94,7 +94,18 @@ def build_model(cfg: DictConfig, src_vocab_size: int, tgt_vocab_size: int) -> Se
                 f"({decoder.output_dim}) to equal model.embed_dim ({embed_dim})"
             )
         generator.weight = tgt_embed.embedding.weight
-    return Seq2Seq(src_embed, tgt_embed, encoder, bridge, decoder, generator)
+    return Seq2Seq(src_embed, tgt_embed, encoder, bridge, decoder, generator,
+                   alignment_shift=alignment_shift(cfg, decoder.target_read_lag))  # fmt: skip
+
+
+def alignment_shift(cfg: DictConfig, read_lag: int) -> int:
+    """`alignment.shift` of a guided model (`seq2seq.training.guidance`; null: the
+    decoder's `read_lag`), else 0: an unguided model's attention is read as it is."""
+    alignment = cfg.get("alignment")
+    if alignment is None or not alignment.get("guided"):
+        return 0
+    shift = alignment.get("shift", 0)
+    return read_lag if shift is None else int(shift)
 
 
 def _embedding(cfg: DictConfig, vocab_size: int) -> TokenEmbedding:

@@ -134,11 +134,17 @@ class AlignmentConfig:
     # one-layer stack (every RNN decoder).
     layer: int = -2
     heads: list[int] | None = field(default_factory=lambda: [0])  # averaged; null: every head
-    weight: float = 0.05  # λ (Garg et al. 2019: 0.05)
+    weight: float = 0.5  # λ (Garg et al. 2019: 0.05; 0.5 chosen on the valid gold pairs)
     loss: AlignmentLoss = AlignmentLoss.ce
     # Transformer decoders: the supervised attention comes from a second decoder pass
     # without the future mask (every position sees the whole target; Garg et al. 2019).
     full_context: bool = False
+    # The decoder step whose attention learns the links of target piece t: t + shift. At
+    # step t a decoder has not read piece t; at step t + 1 a Transformer, CNN or Luong-style
+    # RNN has, at t + 2 a Bahdanau-style RNN (it attends with the state before its input).
+    # null: the decoder's own lag (`Decoder.target_read_lag`). Every reading of the model's
+    # attention as word links reads the rows `shift` steps later.
+    shift: int | None = 0
 
 
 @dataclass

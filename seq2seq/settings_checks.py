@@ -41,6 +41,7 @@ MAX_SEED = 2**32 - 1  # numpy's seeds are 32-bit
 # The deepest stack accepted: deeper than any published NMT model (DeepNet's 1,000 layers).
 # Every layer is a Python module, so depth costs time and memory before any weight does.
 MAX_LAYERS = 1024
+MAX_ALIGNMENT_SHIFT = 2  # alignment.shift: a Bahdanau-style decoder reads piece t at step t + 2
 
 
 def is_number(value: Any) -> bool:
@@ -235,6 +236,7 @@ SECTION_RULES: dict[str, dict[str, Rule]] = {
         "heads": heads_rule,
         "weight": non_negative_finite,
         "loss": choice(ALIGNMENT_LOSSES),
+        "shift": optional(whole_between(0, MAX_ALIGNMENT_SHIFT)),
     },
 }
 

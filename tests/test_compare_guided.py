@@ -18,9 +18,10 @@ from seq2seq.runs.sweep import find_twins, sweep_configurations
 GUIDED = "alignment=guided"
 
 
-def guided_sweep(root: Path) -> Path:
-    """Two seeds of the GRU and the CNN, each unguided and guided: the guided GRU copies the
-    references (far better than its twin), the guided CNN repeats its twin's output."""
+def guided_sweep(root: Path, settings: tuple[str, ...] = ()) -> Path:
+    """Two seeds of the GRU and the CNN, each unguided and guided (with the guided runs'
+    `settings`, such as alignment.weight=0.5): the guided GRU copies the references (far
+    better than its twin), the guided CNN repeats its twin's output."""
     references = sentences(150, 0)
     prepared = root / "data" / "prepared" / "tatoeba_zh_en"
     prepared.mkdir(parents=True)
@@ -32,7 +33,7 @@ def guided_sweep(root: Path) -> Path:
                 unguided = degraded(references, seed + (10 if experiment == "compare_cnn" else 0))
                 hypotheses = references if guided and experiment == "compare_gru" else unguided
                 extra = (f"trainer.seed={seed}", f"data.root={root / 'data'}")
-                extra += (GUIDED,) if guided else ()
+                extra += (GUIDED, *settings) if guided else ()
                 run = sweep / f"{number}_{experiment}_{guided}_{seed}"
                 bleu = corpus_scores(hypotheses, references, "en")["bleu"]
                 fake_run(run, "cosine", results(800_000, bleu), {}, experiment=experiment,
@@ -51,6 +52,18 @@ def test_each_guided_configuration_finds_its_unguided_twin(tmp_path):
     for guided, twin in named.items():
         assert guided != twin and guided.startswith(twin.split(" · ")[0])
     assert find_twins(configurations, "alignment=other") == {}
+
+
+def test_the_guided_settings_go_with_the_marker(tmp_path):
+    settings = ("alignment.weight=0.5", "alignment.layer=-1")
+    configurations = sweep_configurations(guided_sweep(tmp_path, settings))
+    labels = [configuration.label for configuration in configurations]
+    twins = find_twins(configurations, GUIDED)
+    assert len(twins) == 2
+    for guided, twin in twins.items():
+        assert set(settings) <= configurations[guided].overrides()
+        assert not any(item.startswith("alignment") for item in configurations[twin].overrides())
+        assert labels[guided].startswith(labels[twin])
 
 
 def test_guided_rows_are_tested_against_their_own_twin(tmp_path):

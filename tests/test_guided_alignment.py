@@ -15,7 +15,7 @@ import torch
 from helpers import LEXICON, TINY_TOY, compose_config
 
 from seq2seq.align import guidance as guidance_module
-from seq2seq.align.attention import teacher_forced_weights
+from seq2seq.align.attention import read_later, teacher_forced_weights
 from seq2seq.align.guidance import (
     NO_LINKS,
     check_links_source,
@@ -38,6 +38,7 @@ from seq2seq.training.guidance import (
     alignment_loss,
     guided_loss,
     resolve_layer,
+    shifted_target,
     supervised_attention,
 )
 
@@ -147,6 +148,67 @@ def test_the_loss_matches_a_computation_by_loops():
     assert summed.item() == pytest.approx(ce, rel=1e-5)
     summed, _ = guided_loss(attention, target, Guidance(layer=0, heads=(1, 2), loss="mse"))
     assert summed.item() == pytest.approx(mse, rel=1e-5)
+
+
+def test_a_shift_moves_each_row_down_and_supervises_no_padding():
+    target = torch.zeros(2, 4, 3)
+    target[0, 0, 2] = target[0, 1, 0] = target[0, 2, 1] = 1.0  # 3 pieces, EOS in row 3
+    target[1, 0, 1] = 1.0  # 1 piece, EOS in row 1, rows 2 and 3 padding
+    rows = torch.tensor([[True, True, True, True], [True, True, False, False]])
+    assert torch.equal(shifted_target(target, 0, rows), target)
+    one = shifted_target(target, 1, rows)
+    assert one[0].nonzero().tolist() == [[1, 2], [2, 0], [3, 1]]  # the last on EOS's row
+    assert one[1].nonzero().tolist() == [[1, 1]]
+    two = shifted_target(target, 2, rows)
+    assert two[0].nonzero().tolist() == [[2, 2], [3, 0]]  # the last piece's links dropped
+    assert two[1].nonzero().tolist() == []  # row 2 is padding: never supervised
+
+
+def test_the_shifted_loss_is_the_loss_of_the_rows_k_steps_later():
+    generator = torch.Generator().manual_seed(5)
+    attention = torch.softmax(torch.randn(2, 1, 1, 5, 4, generator=generator), -1)
+    target = torch.zeros(2, 5, 4)
+    for b, t, s in [(0, 0, 1), (0, 1, 3), (0, 2, 0), (1, 0, 2), (1, 1, 2)]:
+        target[b, t, s] = 1.0
+    rows = torch.tensor([[True] * 4 + [False], [True] * 3 + [False] * 2])
+    alpha = attention[:, 0, 0].numpy()
+    expected = -sum(math.log(alpha[b, t + 1, s]) for b, t, s in
+                    [(0, 0, 1), (0, 1, 3), (0, 2, 0), (1, 0, 2), (1, 1, 2)])  # fmt: skip
+    summed, linked = guided_loss(attention, target, Guidance(layer=0, shift=1), rows)
+    assert linked.item() == 5 and summed.item() == pytest.approx(expected, rel=1e-5)
+    with pytest.raises(ValueError, match="target positions"):
+        guided_loss(attention, target, Guidance(layer=0, shift=1))
+
+
+def test_a_shifted_model_is_read_that_many_steps_later(tmp_path):
+    cfg = compose_config(TINY_TOY + ["alignment=guided", "alignment.shift=1"])
+    model = build_model(cfg, 20, 20).eval()
+    assert model.alignment_shift == 1
+    assert build_model(compose_config(TINY_TOY + ["alignment.shift=1"]), 20, 20).alignment_shift == 0
+    examples = [([5, 6, 7], [8, 9]), ([5, 6], [8, 9, 10, 11])]
+    read = teacher_forced_weights(model, examples, torch.device("cpu"))
+    batch = collate(examples, [0, 1])
+    with torch.no_grad():
+        _, raw = model(batch.src, batch.src_mask, batch.tgt_in, need_weights=True)
+    for row, ((src, tgt), weights) in enumerate(zip(examples, read)):
+        steps = raw[row, :, :, : len(tgt) + 1, : len(src) + 1]
+        torch.testing.assert_close(weights[:, :, :-1], steps[:, :, 1:])
+        assert weights[:, :, -1].abs().sum() == 0  # EOS's row reads no step: it links nothing
+    moved = read_later(torch.arange(6.0).reshape(3, 2), 2)
+    assert moved.tolist() == [[4.0, 5.0], [0.0, 0.0], [0.0, 0.0]]
+
+
+@pytest.mark.parametrize(
+    ("decoder", "lag"),
+    [(["decoder=gru"], 2), (["decoder=gru", "decoder.style=luong"], 1), (SMALL_TRANSFORMER, 1),
+     (["encoder=cnn", "decoder=cnn"], 1)],
+    ids=["bahdanau", "luong", "transformer", "cnn"],
+)
+def test_shift_null_reads_each_decoder_where_its_query_has_read_the_piece(decoder, lag):
+    guided = ["alignment=guided", "alignment.shift=null"]
+    assert build_model(compose_config(TINY_TOY + decoder + guided), 20, 20).alignment_shift == lag
+    fixed = compose_config(TINY_TOY + decoder + ["alignment=guided", "alignment.shift=0"])
+    assert build_model(fixed, 20, 20).alignment_shift == 0
 
 
 def test_layer_and_heads_are_chosen_as_documented():
@@ -276,10 +338,13 @@ def supervised_accuracy(trainer) -> float:
 
 @pytest.mark.parametrize(
     "model",
-    [TINY_TOY, TINY_TOY + TOY_COPY + SMALL_TRANSFORMER],
-    ids=["gru_reverse", "transformer_copy"],
+    [TINY_TOY, TINY_TOY + TOY_COPY + SMALL_TRANSFORMER,
+     TINY_TOY + TOY_COPY + SMALL_TRANSFORMER + ["alignment.shift=1"]],
+    ids=["gru_reverse", "transformer_copy", "transformer_copy_shift_1"],
 )
 def test_the_supervised_head_has_the_known_alignment_at_the_first_validation(model, tmp_path):
+    """The guided head, read as the model is read (a shifted one a step later), gives the
+    toy task's known alignment, which the same model unguided does not."""
     accuracy = {}
     for name, guided in (("plain", []), ("guided", ["alignment=guided", "alignment.weight=1"])):
         cfg = compose_config(model + LEARNING + guided + [f"data.root={tmp_path / name}"])
@@ -314,6 +379,8 @@ def test_no_aligner_and_no_links_file_stops_at_start_up(tmp_path, monkeypatch):
         (["alignment.heads=[]"], r"alignment\.heads"),
         (["alignment.weight=-1"], r"alignment\.weight"),
         (["alignment.weight=nan"], r"alignment\.weight"),
+        (["alignment.shift=-1"], r"alignment\.shift"),
+        (["alignment.shift=3"], r"alignment\.shift"),
         (["data.alignments=/no/such/links.align"], "no such file"),
     ],
 )
@@ -326,7 +393,7 @@ def test_an_old_checkpoint_config_gets_the_default_section():
     raw = json.loads(json.dumps(plain(compose_config(TINY_TOY))))
     del raw["alignment"]
     config = validated_config(raw)
-    assert config.alignment.guided is False and config.alignment.weight == 0.05
+    assert config.alignment.guided is False and config.alignment.shift == 0
     check_settings(config)
 
 

@@ -5,6 +5,10 @@ and returns its cross-attention weights α (layers, heads, tgt_len, src_len): α
 much target position t looks at source position s (Bahdanau et al. 2015, eq. 6). The
 reference gives every model the same target positions, so alignments of different models
 and training steps compare (a model's own outputs would not line up).
+
+A model guided with `alignment.shift` k learned the links of target piece t at decoder step
+t + k (`seq2seq.training.guidance`), so its rows are read k steps later (`read_later`):
+row t of what these functions return is step t + k, and the last k rows are empty.
 """
 
 from __future__ import annotations
@@ -64,13 +68,24 @@ def teacher_forced_attention(
     return [attention_summary(sentence) for sentence in weights]
 
 
+def read_later(attention: torch.Tensor, shift: int) -> torch.Tensor:
+    """(..., tgt_len, src_len) weights whose row t is the input's row t + `shift`, the last
+    `shift` rows zero (weight on no source position, so they link nothing)."""
+    if shift == 0:
+        return attention
+    moved = torch.zeros_like(attention)
+    moved[..., : max(attention.size(-2) - shift, 0), :] = attention[..., shift:, :]
+    return moved
+
+
 def _batch_weights(model, examples, device) -> list[torch.Tensor] | None:
     batch = collate(list(examples), list(range(len(examples)))).to(device)
     _, attention = model(batch.src, batch.src_mask, batch.tgt_in, need_weights=True)
     if attention is None:
         return None
     attention = attention.float().cpu()  # (batch, layers, heads, tgt_len, src_len)
+    shift = getattr(model, "alignment_shift", 0)
     return [
-        attention[row, :, :, : len(tgt) + 1, : len(src) + 1]
+        read_later(attention[row, :, :, : len(tgt) + 1, : len(src) + 1], shift)
         for row, (src, tgt) in enumerate(examples)
     ]

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import torch
 
-from seq2seq.align.attention import teacher_forced_weights
+from seq2seq.align.attention import read_later, teacher_forced_weights
 from seq2seq.align.gold import as_in_corpus
 from seq2seq.align.pharaoh import Link, Links
 from seq2seq.align.words import attach_punctuation, piece_words, words
@@ -272,7 +272,6 @@ def translation_links(
     ):
         if hypothesis.attention is None:
             raise AlignmentError(NO_ATTENTION)
-        found.append(
-            links_from_attention(hypothesis.attention, source, Sentence(text, pieces), settings)
-        )
+        attention = read_later(hypothesis.attention, getattr(translator.model, "alignment_shift", 0))
+        found.append(links_from_attention(attention, source, Sentence(text, pieces), settings))
     return found

@@ -74,6 +74,11 @@ class Decoder(nn.Module):
     """
 
     output_dim: int
+    # The first decoder step whose attention query has read target piece t is t + this lag:
+    # piece t is the input of step t + 1, which attends after reading it (Transformer, CNN,
+    # Luong-style RNN); a Bahdanau-style RNN attends before reading, so at t + 2. Guided
+    # alignment's `alignment.shift=null` supervises (and reads) the rows this many steps later.
+    target_read_lag: int = 1
     # The state entries that depend only on the source sentence (projected attention
     # memory, the source mask): equal in every beam row of one sentence, so beam search
     # does not reorder them when rows move within their sentence. Empty: reorder all.

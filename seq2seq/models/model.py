@@ -92,8 +92,12 @@ class Seq2Seq(nn.Module):
         bridge: Bridge,
         decoder: Decoder,
         generator: nn.Linear,
+        alignment_shift: int = 0,
     ):
         super().__init__()
+        # Where the model's attention is read as word links: the row of target piece t is
+        # the decoder step t + alignment_shift (`alignment.shift` of a guided model)
+        self.alignment_shift = alignment_shift
         self.src_embed = src_embed
         self.tgt_embed = tgt_embed
         self.encoder = encoder

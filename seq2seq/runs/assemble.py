@@ -120,8 +120,9 @@ def assemble_trainer(
         data = prepare(data_config(cfg))
         if cfg.alignment.guided:  # the training pairs' piece links (seq2seq.align.guidance)
             data = with_training_links(plain(cfg.data), data)
-            log_guidance(cfg)
     model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
+    if cfg.alignment.guided and ranks.is_main:
+        log_guidance(cfg, model.alignment_shift)
     model.to(device)
     payload = None
     if resume_path is not None:
@@ -164,17 +165,19 @@ def check_plugins_imported(cfg: DictConfig) -> None:
             )
 
 
-def log_guidance(cfg: DictConfig) -> None:
-    """One line: which attention guided alignment supervises, and how."""
+def log_guidance(cfg: DictConfig, shift: int) -> None:
+    """One line: which attention guided alignment supervises, and how (`shift`: the built
+    model's, `alignment.shift` resolved)."""
     alignment, decoder = plain(cfg.alignment), plain(cfg.decoder)
     builder = registry.of_node("decoder", decoder).builder
     layers = builder.flops(decoder, cfg.model.embed_dim, 1, 1)[1]  # its attention layers
     heads = alignment["heads"]
     log.info(
-        "guided alignment: attention layer %d of %d, %s, λ=%g, %s loss%s",
+        "guided alignment: attention layer %d of %d, %s, λ=%g, %s loss%s, the links of "
+        "target piece t on decoder step t + %d",
         resolve_layer(alignment["layer"], layers), layers,
         "every head" if heads is None else f"head(s) {heads}", alignment["weight"],
-        alignment["loss"], ", full-context pass" if alignment["full_context"] else "",
+        alignment["loss"], ", full-context pass" if alignment["full_context"] else "", shift,
     )  # fmt: skip
 
 

@@ -214,17 +214,25 @@ def find_baseline(configurations: list[Configuration], patterns: list[str]) -> i
 
 def find_twins(configurations: list[Configuration], marker: str) -> dict[int, int]:
     """{index of a configuration run with the override `marker`: index of its twin}, the
-    twin being the configuration whose overrides are the same without `marker` (the seeds
-    aside), e.g. each guided model (`alignment=guided`) and the same model unguided."""
+    twin being the configuration whose overrides are the same without `marker` and without
+    the settings of its group (the seeds aside), e.g. each guided model (`alignment=guided`,
+    with `alignment.weight=0.5` or not) and the same model unguided."""
+    group = marker.partition("=")[0].lstrip("+~")
+
     def without_seeds(found: set[str]) -> frozenset[str]:
         return frozenset(item for item in found if not item.startswith("trainer.seed="))
+
+    def without_marker(key: frozenset[str]) -> frozenset[str]:
+        return frozenset(item for item in key
+                         if item != marker and not item.startswith(group + "."))  # fmt: skip
 
     keys = [without_seeds(configuration.overrides()) for configuration in configurations]
     twins = {}
     for index, key in enumerate(keys):
         if marker not in key:
             continue
-        matching = [other for other, found in enumerate(keys) if found == key - {marker}]
+        matching = [other for other, found in enumerate(keys)
+                    if marker not in found and found == without_marker(key)]  # fmt: skip
         if len(matching) == 1:
             twins[index] = matching[0]
     return twins

@@ -21,12 +21,23 @@ computed in float32 whatever the autocast.
 Layer: counted from 0, negative from the end, clamped to the stack, so the default −2 (the
 penultimate layer, Garg et al.) is the only layer of a one-layer stack (the RNN decoders).
 Heads: the listed ones averaged (Garg et al. supervise one, the default [0]); None: all.
+
+Shift k (`alignment.shift`): the links of target piece t supervise the attention of decoder
+step t + k, the step that has read piece t (k = 1 for a Transformer or a Luong-style RNN,
+2 for a Bahdanau-style RNN, which attends with its state before reading its input), as
+Chen et al. 2020 read an unguided model's attention one step later:
+
+    p*_k(t, s) = p*(t − k, s) for k ≤ t < n_target (the rows of tgt_out, EOS included), else 0
+
+so the last k pieces' links fall on EOS's row or are dropped with it (k = 2), and no
+padded row is ever supervised. With k = 0 the head must foresee which source word the piece
+it is about to predict translates; with k ≥ 1 it looks up the piece it has just read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -41,13 +52,16 @@ class Guidance:
 
     layer: int = -2
     heads: tuple[int, ...] | None = (0,)
-    weight: float = 0.05  # λ
+    weight: float = 0.5  # λ
     loss: str = "ce"
     full_context: bool = False
+    shift: int = 0
 
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
+        if self.shift < 0:
+            raise ValueError(f"shift must be 0 or more, got {self.shift}")
 
     @classmethod
     def from_config(cls, node: Mapping[str, Any]) -> Guidance:
@@ -56,10 +70,17 @@ class Guidance:
         return cls(
             layer=int(node.get("layer", -2)),
             heads=None if heads is None else tuple(int(head) for head in heads),
-            weight=float(node.get("weight", 0.05)),
+            weight=float(node.get("weight", 0.5)),
             loss=str(node.get("loss", "ce")),
             full_context=bool(node.get("full_context", False)),
+            shift=int(node.get("shift") or 0),  # null (the decoder's lag): `for_model`
         )
+
+
+    def for_model(self, model: torch.nn.Module) -> Guidance:
+        """These settings with the shift the built model reads its attention with
+        (`alignment.shift`, null resolved to its decoder's lag by `build_model`)."""
+        return replace(self, shift=int(getattr(model, "alignment_shift", self.shift)))
 
 
 def resolve_layer(layer: int, layers: int) -> int:
@@ -96,14 +117,33 @@ def alignment_loss(
     return summed, linked.sum().float()
 
 
+def shifted_target(target: torch.Tensor, shift: int, rows: torch.Tensor) -> torch.Tensor:
+    """p*_k of the module docstring: the target (batch, tgt_len, src_len) moved `shift` rows
+    down, the rows that are not a target position (`rows`, (batch, tgt_len) bool) emptied."""
+    if shift == 0:
+        return target
+    moved = torch.zeros_like(target)
+    moved[:, shift:] = target[:, : target.size(1) - shift]
+    return moved * rows.unsqueeze(-1).to(moved.dtype)
+
+
 def guided_loss(
-    attention: torch.Tensor | None, target: torch.Tensor, guidance: Guidance
+    attention: torch.Tensor | None,
+    target: torch.Tensor,
+    guidance: Guidance,
+    rows: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`alignment_loss` of the supervised heads of a decoder's `attention`
-    (batch, layers, heads, tgt_len, src_len); ValueError when it returned none."""
+    (batch, layers, heads, tgt_len, src_len) against p* `target` moved by `guidance.shift`
+    rows (`rows`: (batch, tgt_len) bool, the target positions; needed for a shift);
+    ValueError when the decoder returned no weights."""
     if attention is None:
         raise ValueError(
             "guided alignment needs the decoder's attention weights, and it returned none"
         )
+    if guidance.shift:
+        if rows is None:
+            raise ValueError("a shifted guidance needs the target positions (rows)")
+        target = shifted_target(target, guidance.shift, rows)
     weights = supervised_attention(attention, guidance.layer, guidance.heads)
     return alignment_loss(weights, target, guidance.loss)

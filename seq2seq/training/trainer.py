@@ -238,7 +238,7 @@ class Trainer:
         )
         # Guided alignment (`alignment=guided`): the supervised heads, their forward pass
         # and loss (compiled as the plain one is), and the last batch's alignment sums.
-        self.guidance = _guidance(cfg)
+        self.guidance = _guidance(cfg, model)
         self.guided_forward_loss = (
             torch.compile(self._guided_forward_loss, dynamic=True)
             if self.tcfg.compile and self.guidance is not None
@@ -482,7 +482,7 @@ class Trainer:
                 need_weights=not guidance.full_context, full_context=guidance.full_context,
             )  # fmt: skip
         loss_sum, nll_sum = self._translation_loss(logits, tgt_out)
-        align_sum, rows = guided_loss(attention, align, guidance)
+        align_sum, rows = guided_loss(attention, align, guidance, tgt_out != PAD_ID)
         return loss_sum + guidance.weight * align_sum, nll_sum, align_sum, rows
 
     def update(self, loss: torch.Tensor | None = None) -> tuple[bool, torch.Tensor]:
@@ -853,12 +853,12 @@ def _summary(selected: Metric) -> str:
     return " ".join(doc.split("\n\n")[0].split()) or f"metric {selected.name}"
 
 
-def _guidance(cfg: DictConfig) -> Guidance | None:
-    """The run's guided alignment (`alignment=guided`), or None."""
+def _guidance(cfg: DictConfig, model: torch.nn.Module) -> Guidance | None:
+    """The run's guided alignment (`alignment=guided`) with `model`'s shift, or None."""
     section = cfg.get("alignment")
     if section is None or not section.guided:
         return None
-    return Guidance.from_config(plain(section))
+    return Guidance.from_config(plain(section)).for_model(model)
 
 
 def _evenly_spaced(split: Any, limit: int | None) -> Any:

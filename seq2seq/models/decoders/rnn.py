@@ -97,6 +97,7 @@ class RNNDecoder(Decoder):
         self.num_layers = num_layers
         self.cell = cell
         self.style = style
+        self.target_read_lag = 2 if style == "bahdanau" else 1  # attends before reading
         self.input_feeding = input_feeding
         self.output_dim = hidden_size
         self.attention = attention(
