@@ -15,7 +15,7 @@ from sweep_fixtures import cells, fake_run, report, results
 from seq2seq import registry
 from seq2seq.build import build_model, count_parameters
 from seq2seq.configs import config_files
-from seq2seq.runs.reading import Scalars, best_choice
+from seq2seq.runs.reading import Scalars, best_choice, best_within
 from seq2seq.runs.sweep import convergence
 
 # What the comparison sweeps: every attention preset, every `compare_<family>` experiment.
@@ -165,6 +165,16 @@ def test_convergence_finds_the_best_validation_and_the_late_gain():
     late_only = convergence(Scalars(None, {"valid/bleu": bleu[3:]}), steps=400)
     assert late_only == {"best_step": 400, "minutes_to_best": None, "last_quarter_gain": None}
     assert set(convergence(Scalars(start, {}), 400).values()) == {None}
+
+
+def test_minutes_to_best_leave_out_the_hours_between_a_resumed_runs_sessions():
+    start = 1000.0  # validations at 2 and 4 minutes, then resumed 3 hours later
+    bleu = [(start + 120, 100, 5.0), (start + 240, 200, 9.0), (start + 3 * 3600 + 60, 300, 12.0)]
+    clock = [(start + 120, 100, 2.0), (start + 240, 200, 4.0), (start + 3 * 3600 + 60, 300, 5.5)]
+    scalars = Scalars(start, {"valid/bleu": bleu, "train/minutes": clock})
+    assert convergence(scalars, steps=300)["minutes_to_best"] == pytest.approx(5.5)
+    assert convergence(Scalars(start, {"valid/bleu": bleu}), 300)["minutes_to_best"] > 180
+    assert best_within(scalars, (4.5, 5.5), "minutes") == [(9.0, 200, 4.0), (12.0, 300, 5.5)]
 
 
 def test_every_family_trains_with_the_same_recipe():

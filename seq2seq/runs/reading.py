@@ -231,6 +231,18 @@ class Scalars:
     def values(self, tag: str) -> list[float]:
         return [value for _, _, value in self.series.get(tag, [])]
 
+    def minutes_at(self, step: int, wall_time: float) -> float | None:
+        """Training minutes up to the event (`step`, `wall_time`): the run's own clock
+        (`train/minutes`, logged at each validation, continued by a resumed run, so the
+        hours between a run's sessions do not count), else the wall time since the first
+        event (runs from before that scalar); None when neither is known."""
+        clock = {at: value for _, at, value in self.series.get("train/minutes", [])}
+        if step in clock:
+            return clock[step]
+        if self.first_wall_time is None:
+            return None
+        return (wall_time - self.first_wall_time) / 60
+
 
 def read_scalars(run_dir: Path) -> Scalars:
     """Every scalar of `<run_dir>/tensorboard` (all event files in it, resumed runs too)."""
@@ -255,7 +267,7 @@ def best_within(
 ) -> list[tuple[float, float, int] | None]:
     """For each budget, the best `valid/bleu` logged within it: (BLEU, step, amount spent at
     that step), or None when the run ended before spending the budget or had no validation
-    by then. `spent` is "minutes" (wall time since the run's first event) or "tflop" (the
+    by then. `spent` is "minutes" (`Scalars.minutes_at`) or "tflop" (the
     `train/tflop` logged at the validation's step)."""
     validations = [(step, value, used) for step, value, used in _spent(scalars, spent)]
     if not validations:
@@ -272,9 +284,8 @@ def _spent(scalars: Scalars, spent: str) -> list[tuple[int, float, float]]:
     """(step, valid BLEU, minutes or TFLOP spent) of every validation with a known amount."""
     bleu = scalars.series.get("valid/bleu", [])
     if spent == "minutes":
-        if scalars.first_wall_time is None:
-            return []
-        return [(step, value, (wall - scalars.first_wall_time) / 60) for wall, step, value in bleu]
+        found = [(step, value, scalars.minutes_at(step, wall)) for wall, step, value in bleu]
+        return [(step, value, used) for step, value, used in found if used is not None]
     if spent == "tflop":
         tflop = {step: value for _, step, value in scalars.series.get("train/tflop", [])}
         return [(step, value, tflop[step]) for _, step, value in bleu if step in tflop]

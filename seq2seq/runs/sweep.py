@@ -97,7 +97,8 @@ def convergence(scalars: Scalars, steps: int | None) -> dict[str, float | None]:
     """How near its end a run stopped improving, from its `valid/bleu` events:
 
     * best_step, minutes_to_best: the update of the best validation (the first, on a tie)
-      and the wall minutes from the run's first event to it;
+      and the training minutes to it (`Scalars.minutes_at`: the run's own clock, which
+      leaves out the time between a resumed run's sessions);
     * last_quarter_gain: the best valid BLEU minus the best within the first three quarters
       of the `steps` updates (0 when nothing improved late; None without a validation in
       the first three quarters). Under 0.5 BLEU counts as converged for this budget.
@@ -110,8 +111,7 @@ def convergence(scalars: Scalars, steps: int | None) -> dict[str, float | None]:
         return found
     wall, step, best = max(bleu, key=lambda event: (event[2], -event[1]))
     found["best_step"] = step
-    if scalars.first_wall_time is not None:
-        found["minutes_to_best"] = (wall - scalars.first_wall_time) / 60
+    found["minutes_to_best"] = scalars.minutes_at(step, wall)
     early = [value for _, at, value in bleu if steps and at <= 0.75 * steps]
     if early:
         found["last_quarter_gain"] = best - max(early)

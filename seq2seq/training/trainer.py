@@ -565,7 +565,10 @@ class Trainer:
         step = self.progress.step
         metrics = self.ranks.broadcast(self._validate_on_main(step) if self.ranks.is_main else None)
         self.progress.validated_step = step
-        self.logger.scalars({"train/tflop": self.progress.train_tflop}, step)
+        self.logger.scalars({  # FLOPs and the run's own clock (resumed runs continue it)
+            "train/tflop": self.progress.train_tflop,
+            "train/minutes": self.progress.train_seconds / 60,
+        }, step)  # fmt: skip
         if self._select(metrics, step):
             self.save("best")
         self.save("last")
