@@ -10,6 +10,7 @@ import torch
 from helpers import compose_config
 
 from seq2seq.build import build_model
+from seq2seq.models import dropout
 from seq2seq.special_tokens import BOS_ID, PAD_ID
 
 WIDTH, FF, LAYERS = 8, 24, 2
@@ -25,14 +26,13 @@ def masks_drawn(overrides: list[str], monkeypatch) -> Counter:
     )  # fmt: skip
     model = build_model(cfg, 11, 11).train()
     drawn: Counter = Counter()
-    dropout = torch.nn.functional.dropout
+    keep_mask = dropout.keep_mask
 
-    def counting(input, p=0.5, training=True, inplace=False):  # noqa: A002 (torch's name)
-        if training and p > 0:
-            drawn[input.shape[-1]] += 1
-        return dropout(input, p, training, inplace)
+    def counting(shape, p, device):
+        drawn[shape[-1]] += 1
+        return keep_mask(shape, p, device)
 
-    monkeypatch.setattr(torch.nn.functional, "dropout", counting)
+    monkeypatch.setattr(dropout, "keep_mask", counting)
     src = torch.tensor([[5, 6, 7, 3], [8, 3, PAD_ID, PAD_ID]])  # (batch, src_len)
     tgt_in = torch.tensor([[BOS_ID, 4, 5], [BOS_ID, 6, PAD_ID]])  # (batch, tgt_len)
     model(src, src != PAD_ID, tgt_in)

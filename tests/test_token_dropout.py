@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 from helpers import compose_config
-from torch import nn
 
 from seq2seq.build import build_model
-from seq2seq.models.dropout import TokenDropout, dropout_layer
+from seq2seq.models.dropout import ElementDropout, TokenDropout, dropout_layer
 
 
 def test_a_token_is_kept_whole_or_dropped_whole_and_the_mean_is_kept():
@@ -32,7 +31,7 @@ def test_token_dropout_is_the_identity_in_eval_mode_and_at_zero():
 
 
 def test_dropout_layer_names_its_units():
-    assert isinstance(dropout_layer(0.1), nn.Dropout)
+    assert isinstance(dropout_layer(0.1), ElementDropout)
     assert isinstance(dropout_layer(0.1, "token"), TokenDropout)
     with pytest.raises(ValueError, match="element.*token"):
         dropout_layer(0.1, "feature")
@@ -48,7 +47,7 @@ def test_config_puts_token_dropout_on_every_transformer_site_and_word_dropout_on
              and "embed" not in name]  # fmt: skip
     assert sites and all(isinstance(site, TokenDropout) for site in sites)
     assert model.src_embed.word_dropout.p == model.tgt_embed.word_dropout.p == 0.2
-    assert isinstance(model.encoder.layers[0].feed_forward.dropout, nn.Dropout)  # inside the FFN
+    assert isinstance(model.encoder.layers[0].feed_forward.dropout, ElementDropout)  # in the FFN
 
 
 def test_word_dropout_is_checked_like_every_dropout():

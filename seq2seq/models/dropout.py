@@ -1,7 +1,13 @@
 """Dropout by element or by token: the two units of `dropout_unit`, and word dropout.
 
 Element dropout (Srivastava et al. 2014) draws one Bernoulli number per feature of every
-token: y = x ⊙ m / (1 − p), m ~ Bernoulli(1 − p) of x's shape (B, T, d). Token dropout
+token: y = x ⊙ m / (1 − p), m ~ Bernoulli(1 − p) of x's shape (B, T, d). On a CPU,
+`ElementDropout` draws its masks four to a random 64-bit word: each 16-bit lane u is
+uniform on {0, …, 2¹⁶ − 1} and the element is kept when u ≥ round(p · 2¹⁶), so the drop
+rate is p rounded to a multiple of 2⁻¹⁶ (0.1 → 0.100006) and the scale is 1 / (1 − that
+rate). torch's own `bernoulli_` draws one 32-bit number and a double per element; the
+words cost a sixteenth of that, and the update of `gru_additive` spent 9% of its time in
+`bernoulli_` (BENCHMARKS.md, "Faster dropout masks"). On CUDA it is `F.dropout`. Token dropout
 draws one number per token and shares it across the token's features, m of shape
 (B, T, 1): on a residual branch it drops the whole sublayer output of that token (the
 token keeps its input unchanged), on embeddings it zeroes the whole word (word dropout,
@@ -15,10 +21,66 @@ from __future__ import annotations
 from enum import Enum
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 UNITS = ("element", "token")
 DropoutUnit = Enum("DropoutUnit", {unit: unit for unit in UNITS})  # the schemas' choice
+
+
+LANE_VALUES = 1 << 16  # a mask lane is a 16-bit slice of a random 64-bit word
+_WORD_RANGE = (-(1 << 63), (1 << 63) - 1)  # torch.randint's bounds: every bit random
+
+
+def check_rate(p: float) -> None:
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {p}")
+
+
+def lane_threshold(p: float) -> int:
+    """The int16 lane value below which an element is dropped: P(drop) = round(p·2¹⁶)/2¹⁶."""
+    return -(LANE_VALUES // 2) + round(p * LANE_VALUES)
+
+
+def drop_rate(p: float) -> float:
+    """The rate `ElementDropout` draws on a CPU: p rounded to a multiple of 2⁻¹⁶."""
+    return round(p * LANE_VALUES) / LANE_VALUES
+
+
+def keep_mask(shape: torch.Size, p: float, device: torch.device) -> torch.Tensor:
+    """A bool mask of `shape`, each element True with probability 1 − drop_rate(p),
+    drawn as int16 lanes of ⌈n / 4⌉ random 64-bit words."""
+    count = shape.numel()
+    words = torch.randint(*_WORD_RANGE, ((count + 3) // 4,), dtype=torch.int64, device=device)
+    lanes = words.view(torch.int16)[:count].view(shape)  # (n,) uniform int16 -> shape
+    return lanes >= lane_threshold(p)
+
+
+def element_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """y = x ⊙ m / (1 − p′), m ~ Bernoulli(1 − p′) per element, p′ = drop_rate(p) on a
+    CPU (four mask lanes per random word) and p′ = p elsewhere (`F.dropout`)."""
+    if not training or p == 0.0:
+        return x
+    if x.device.type != "cpu":
+        return F.dropout(x, p, training=True)
+    scale = 1.0 / (1.0 - drop_rate(p))
+    return x * keep_mask(x.shape, p, x.device).to(x.dtype).mul_(scale)
+
+
+class ElementDropout(nn.Module):
+    """`element_dropout` as a layer: `nn.Dropout` with a cheaper mask on a CPU; the
+    identity in eval mode or at p = 0."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        check_rate(p)
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return element_dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
 
 
 class TokenDropout(nn.Module):
@@ -27,8 +89,7 @@ class TokenDropout(nn.Module):
 
     def __init__(self, p: float) -> None:
         super().__init__()
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {p}")
+        check_rate(p)
         self.p = p
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -42,7 +103,7 @@ class TokenDropout(nn.Module):
 
 
 def dropout_layer(p: float, unit: str = "element") -> nn.Module:
-    """`nn.Dropout(p)` for unit element, `TokenDropout(p)` for unit token."""
+    """`ElementDropout(p)` for unit element, `TokenDropout(p)` for unit token."""
     if unit not in UNITS:
         raise ValueError(f"dropout_unit must be one of {list(UNITS)}, got {unit!r}")
-    return nn.Dropout(p) if unit == "element" else TokenDropout(p)
+    return ElementDropout(p) if unit == "element" else TokenDropout(p)

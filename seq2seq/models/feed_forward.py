@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from seq2seq.models.costs import linear
+from seq2seq.models.dropout import ElementDropout
 
 
 class FeedForward(nn.Module):
@@ -20,7 +21,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.expand = nn.Linear(hidden_size, ff_size)
         self.activation = nn.ReLU()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = ElementDropout(dropout)
         self.contract = nn.Linear(ff_size, hidden_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from seq2seq.models.base import Decoder, DecoderState, Encoder, EncoderOutput
-from seq2seq.models.dropout import TokenDropout
+from seq2seq.models.dropout import ElementDropout, TokenDropout
 from seq2seq.special_tokens import PAD_ID
 
 
@@ -37,7 +37,7 @@ class TokenEmbedding(nn.Module):
             self.embedding.weight[PAD_ID].zero_()
         self.scale = math.sqrt(dim) if scale else 1.0
         self.word_dropout = TokenDropout(word_dropout)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = ElementDropout(dropout)
         self.dim = dim
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -36,6 +36,7 @@ from seq2seq.models.attention.options import component_name, component_node
 from seq2seq.models.attention.regions import SoftRegion, build_region
 from seq2seq.models.attention.scores import DotProductScore, build_score
 from seq2seq.models.costs import linear
+from seq2seq.models.dropout import element_dropout
 
 SELF_ATTENTION = {"score": "scaled_dot", "region": "soft"}  # every Transformer block's
 
@@ -219,7 +220,7 @@ class Attention(MemoryAttention):
         weights = self._weights(query_per_head, proj_keys, mask, causal, query_positions)
         if self.recorded is not None:
             self.recorded.append(weights.detach())  # (batch, heads, tgt_len, src_len)
-        dropped = F.dropout(weights, self.dropout, self.training).to(proj_values.dtype)
+        dropped = element_dropout(weights, self.dropout, self.training).to(proj_values.dtype)
         context = dropped @ proj_values  # (batch, heads, tgt_len, value_width)
         return self._merge_heads(context), weights
 

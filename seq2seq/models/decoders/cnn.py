@@ -38,6 +38,7 @@ from seq2seq.models.decoders.common import (
     stack_layers,
     target_positions,
 )
+from seq2seq.models.dropout import ElementDropout
 from seq2seq.models.positional import LearnedPositions
 from seq2seq.models.schemas import ConvS2SConfig
 
@@ -58,7 +59,7 @@ class CNNDecoderLayer(nn.Module):
         nn.init.zeros_(self.conv.bias)
         self.query_proj = nn.Linear(hidden_size, hidden_size)  # W_d, b_d
         self.attention = attention
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = ElementDropout(dropout)
 
     def forward(
         self,
@@ -140,7 +141,7 @@ class CNNDecoder(CachedDecoder):
             )
             for _ in range(num_layers)
         )
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = ElementDropout(dropout)
 
     @staticmethod
     def flops(node: Mapping[str, Any], embed_dim: int, batch: int, tgt_len: int) -> tuple[int, int]:

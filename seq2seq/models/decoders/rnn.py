@@ -43,6 +43,7 @@ from seq2seq.models.decoders.common import (
     concat_steps,
     target_positions,
 )
+from seq2seq.models.dropout import ElementDropout
 from seq2seq.models.recurrent import Cell, cell_kind, recurrent_flops, set_forget_bias
 
 STYLES = ("bahdanau", "luong")
@@ -115,7 +116,7 @@ class RNNDecoder(Decoder):
         set_forget_bias(self.rnn, forget_bias)
         combined_dim = hidden_size + context_dim + (embed_dim if style == "bahdanau" else 0)
         self.output_layer = nn.Linear(combined_dim, hidden_size)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = ElementDropout(dropout)
 
     @staticmethod
     def flops(node: Mapping[str, Any], embed_dim: int, batch: int, tgt_len: int) -> tuple[int, int]:
@@ -180,16 +181,31 @@ class RNNDecoder(Decoder):
     def _forward_stepwise(
         self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Input feeding makes step t depend on step t-1's attention: loop over positions."""
-        outputs, weights = [], []
+        """Input feeding makes step t depend on step t-1's attention: loop over positions.
+        Bahdanau's output layer feeds nothing back, so it runs once over all T after the loop
+        (one (B·T)-row product instead of T small ones); Luong's h̃_t is fed back, so it
+        runs inside."""
+        states, contexts, outputs, weights = [], [], [], []
         # split, not tgt_embedded[:, t : t + 1]: the backward of T slices would write T
         # zero-filled (B, T, embed_dim) gradients; split's backward concatenates once.
         for step_input in tgt_embedded.split(1, dim=1):  # (B, 1, embed_dim) each
-            output, step_weights, state = self._advance(step_input, state, need_weights)
-            outputs.append(output)  # (B, 1, hidden)
+            if self.style == "bahdanau":
+                step_states, context, step_weights, state = self._recur_bahdanau(
+                    step_input, state, need_weights
+                )
+                states.append(step_states)  # s_t: (B, 1, hidden)
+                contexts.append(context)  # c_t: (B, 1, ctx)
+            else:
+                output, step_weights, state = self._advance(step_input, state, need_weights)
+                outputs.append(output)  # (B, 1, hidden)
             weights.append(step_weights)  # (B, H, 1, S) or None
         attn = concat_steps(weights)  # (B, H, T, S) or None
-        return torch.cat(outputs, dim=1), None if attn is None else attn.unsqueeze(1)
+        if self.style == "bahdanau":
+            contexts_all = torch.cat(contexts, dim=1)  # (B, T, ctx)
+            output = self._combine(torch.cat(states, dim=1), contexts_all, tgt_embedded)
+        else:
+            output = torch.cat(outputs, dim=1)  # (B, T, hidden)
+        return output, None if attn is None else attn.unsqueeze(1)
 
     def _forward_parallel(
         self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool
@@ -210,19 +226,28 @@ class RNNDecoder(Decoder):
     ) -> tuple[torch.Tensor, torch.Tensor | None, DecoderState]:
         """One position of either style -> output (B, 1, hidden), weights (B, H, 1, S), state."""
         if self.style == "bahdanau":
-            query = state["hidden"][:, -1:]  # s_{t-1}: (B, 1, hidden)
-            context, weights = self._attend(query, state, need_weights)  # (B, 1, ctx)
-            fed = [context] if self.input_feeding else []
-            states, recurrent = self._run_rnn(torch.cat([tgt_embedded, *fed], dim=-1), state)
-        else:
-            fed = [state["attentional"].unsqueeze(1)] if self.input_feeding else []  # h̃_{t-1}
-            states, recurrent = self._run_rnn(torch.cat([tgt_embedded, *fed], dim=-1), state)
-            context, weights = self._attend(states, state, need_weights)  # (B, 1, ctx)
+            states, context, weights, new_state = self._recur_bahdanau(
+                tgt_embedded, state, need_weights
+            )
+            return self._combine(states, context, tgt_embedded), weights, new_state
+        fed = [state["attentional"].unsqueeze(1)] if self.input_feeding else []  # h̃_{t-1}
+        states, recurrent = self._run_rnn(torch.cat([tgt_embedded, *fed], dim=-1), state)
+        context, weights = self._attend(states, state, need_weights)  # (B, 1, ctx)
         output = self._combine(states, context, tgt_embedded)  # (B, 1, hidden)
         new_state = {**state, **recurrent, "position": state["position"] + 1}
-        if self.style == "luong":
-            new_state["attentional"] = output.squeeze(1)  # h̃_t: (B, hidden)
+        new_state["attentional"] = output.squeeze(1)  # h̃_t: (B, hidden)
         return output, weights, new_state
+
+    def _recur_bahdanau(
+        self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, DecoderState]:
+        """Bahdanau's recurrence for one position: c_t from s_{t-1}, then the RNN over
+        [y_{t-1}; c_t] -> s_t (B, 1, hidden), c_t (B, 1, ctx), weights (B, H, 1, S), state."""
+        query = state["hidden"][:, -1:]  # s_{t-1}: (B, 1, hidden)
+        context, weights = self._attend(query, state, need_weights)  # (B, 1, ctx)
+        fed = [context] if self.input_feeding else []
+        states, recurrent = self._run_rnn(torch.cat([tgt_embedded, *fed], dim=-1), state)
+        return states, context, weights, {**state, **recurrent, "position": state["position"] + 1}
 
     def _run_rnn(
         self, rnn_input: torch.Tensor, state: DecoderState

@@ -17,6 +17,7 @@ from torch import nn
 from seq2seq import registry
 from seq2seq.models.base import Encoder, EncoderOutput
 from seq2seq.models.costs import linear
+from seq2seq.models.dropout import ElementDropout
 from seq2seq.models.encoders.inputs import check_encoder_inputs
 from seq2seq.models.positional import LearnedPositions
 from seq2seq.models.schemas import ConvS2SConfig
@@ -46,7 +47,7 @@ class ConvGLUBlock(nn.Module):
 
     def __init__(self, hidden_size: int, kernel_size: int, dropout: float) -> None:
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = ElementDropout(dropout)
         self.conv = nn.Conv1d(hidden_size, 2 * hidden_size, kernel_size, padding=kernel_size // 2)
         std = math.sqrt(4.0 * (1.0 - dropout) / (kernel_size * hidden_size))
         nn.init.normal_(self.conv.weight, mean=0.0, std=std)
@@ -101,7 +102,7 @@ class CNNEncoder(Encoder):
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
         self.embed_dim = embed_dim
         self.positions = LearnedPositions(embed_dim, max_positions)
-        self.embed_dropout = nn.Dropout(dropout)
+        self.embed_dropout = ElementDropout(dropout)
         self.input_projection = linear_for_convs2s(embed_dim, hidden_size, dropout)
         self.blocks = nn.ModuleList(
             ConvGLUBlock(hidden_size, kernel_size, dropout) for _ in range(num_layers)

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seq2seq import registry
 from seq2seq.models.base import Encoder, EncoderOutput
+from seq2seq.models.dropout import ElementDropout
 from seq2seq.models.encoders.inputs import check_encoder_inputs
 from seq2seq.models.recurrent import Cell, cell_kind, recurrent_flops, set_forget_bias
 
@@ -65,7 +65,7 @@ class RNNEncoder(Encoder):
         if num_layers < 1:
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
         self.embed_dim = embed_dim
-        self.input_dropout = nn.Dropout(dropout)
+        self.input_dropout = ElementDropout(dropout)
         self.rnn = rnn_module(
             embed_dim,
             hidden_size,
