@@ -5,9 +5,9 @@ token: y = x ⊙ m / (1 − p), m ~ Bernoulli(1 − p) of x's shape (B, T, d). O
 `ElementDropout` draws its masks four to a random 64-bit word: each 16-bit lane u is
 uniform on {0, …, 2¹⁶ − 1} and the element is kept when u ≥ round(p · 2¹⁶), so the drop
 rate is p rounded to a multiple of 2⁻¹⁶ (0.1 → 0.100006) and the scale is 1 / (1 − that
-rate). torch's own `bernoulli_` draws one 32-bit number and a double per element; the
-words cost a sixteenth of that, and the update of `gru_additive` spent 9% of its time in
-`bernoulli_` (BENCHMARKS.md, "Faster dropout masks"). On CUDA it is `F.dropout`. Token dropout
+rate). `nn.Dropout` fills its mask with `bernoulli_`, one random draw per element, and
+the update of `gru_additive` spent 9% of its time there (BENCHMARKS.md, "Faster dropout
+masks"). On CUDA it is `F.dropout`. Token dropout
 draws one number per token and shares it across the token's features, m of shape
 (B, T, 1): on a residual branch it drops the whole sublayer output of that token (the
 token keeps its input unchanged), on embeddings it zeroes the whole word (word dropout,
