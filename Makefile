@@ -9,7 +9,7 @@ ifneq ($(wildcard $(MIRROR)/cmn-eng.zip),)
 export SEQ2SEQ_DATA_MIRROR ?= $(MIRROR)
 endif
 
-.PHONY: install train test test-all faults lint tensorboard clean
+.PHONY: install train test test-all test-docs faults lint tensorboard clean
 
 install: $(STAMP)
 
@@ -28,6 +28,11 @@ test: $(STAMP)
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q
+
+# The tutorial pages whose toy runs `make test` leaves out (tests/test_docs_commands.py,
+# SLOW_PAGES); CI runs them after `make test`.
+test-docs: $(STAMP)
+	$(PY) -m pytest -q -m slow tests/test_docs_commands.py
 
 # The whole fault-injection suite (tests/faults/: hostile checkpoints and inputs, signals,
 # kill -9 and resume trials, fuzzing); the figures go to faults-report.md (RELIABILITY.md).
@@ -109,9 +114,11 @@ bench-data: $(STAMP)
 # of every model on the hand-aligned gold pairs. BASELINE_AER="a.json b.json" adds other word
 # aligners' test AER (the file format: seq2seq/runs/aer_rows.py).
 # BUDGET=full: every run until near convergence (valid BLEU gained under 0.5 in the last
-# quarter of its updates; at most 3,000), SEEDS=3, written to ./COMPARISON.md: about 4 min
-# per run with JOBS=2 on 2 cores, so the whole comparison (20 configurations × 3 seeds) takes
-# about 4 h; BUDGET=small: 60 updates, SEEDS=1, written into its compare folder. JOBS=N
+# quarter of its updates; at most 8,000), SEEDS=3, written to ./COMPARISON.md: 2,000-6,000
+# updates a run, several hours for the attention and encoder sweeps with JOBS=2 on 2 cores,
+# more than one session: a comparison started again with the same COMPARE_DIR goes on where
+# it stopped (trainer.resume=auto: each run from its last checkpoint; a finished run is only
+# tested again). BUDGET=small: 60 updates, SEEDS=1, written into its compare folder. JOBS=N
 # trains N runs at once (Hydra's joblib launcher), each with cores/N torch threads. ARGS: more
 # settings of seq2seq-compare (`seq2seq-compare --cfg job` lists them).
 # The stages can be run alone with the same COMPARE_DIR, e.g. to finish a compare:

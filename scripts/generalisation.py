@@ -26,12 +26,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     found = {path: measure(path, args.data_root, args.rare_count) for path in args.checkpoints}
     print(
-        "| checkpoint | valid BLEU | test BLEU | test − valid | rare-word slice BLEU (sentences) |"
+        "| checkpoint | valid BLEU | test BLEU | test − valid (95% interval) "
+        "| rare-word slice BLEU (sentences) |"
     )
     print("|---|---|---|---|---|")
     for path, result in found.items():
+        gap = result.gap_interval
         print(f"| {shown_path(path)} | {result.valid_bleu:.2f} | {result.test_bleu:.2f} | "
-              f"{result.gap:+.2f} | {result.rare_bleu:.2f} ({result.rare_sentences}) |")  # fmt: skip
+              f"{gap.gap:+.2f} [{gap.ci_low:+.2f}, {gap.ci_high:+.2f}] | "
+              f"{result.rare_bleu:.2f} ({result.rare_sentences}) |")  # fmt: skip
     for path, result in found.items():
         print(f"\n{shown_path(path)}:")
         for source, reference, translation in result.probes:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
 
-from seq2seq.metrics import corpus_scores, paired_bootstrap
+from seq2seq.metrics import corpus_scores, gap_interval, paired_bootstrap
 
 WORDS = "the a cat dog sat ran on under mat house red big small quickly today".split()
 
@@ -103,3 +103,53 @@ def test_a_chinese_target_is_tokenised_by_character():
 def test_systems_of_another_length_are_refused():
     with pytest.raises(ValueError, match="differ in length"):
         paired_bootstrap([("base", BASELINE[:-1])], REFERENCES, "en")
+
+
+def slow_gaps(valid, test, resamples: int, seed: int) -> np.ndarray:
+    """`gap_interval`'s resamples redone from the text: the same index draws, each resampled
+    corpus scored by sacrebleu from its lines."""
+    rng = np.random.default_rng(seed)
+    gaps = []
+    for _ in range(resamples):
+        valid_rows = rng.integers(0, len(valid[0]), len(valid[0]))
+        test_rows = rng.integers(0, len(test[0]), len(test[0]))
+
+        def bleu(split, rows):
+            hypotheses, references = split
+            return corpus_scores([hypotheses[r] for r in rows], [references[r] for r in rows],
+                                 "en")["bleu"]  # fmt: skip
+
+        gaps.append(bleu(test, test_rows) - bleu(valid, valid_rows))
+    return np.asarray(gaps)
+
+
+def test_the_gap_interval_matches_a_resampling_of_the_text():
+    test_refs = sentences(90, 7)
+    valid, test = (BASELINE, REFERENCES), (noisy(test_refs, 0.2, 8), test_refs)
+    found = gap_interval(valid, test, "en", resamples=40, seed=3)
+    direct = corpus_scores(test[0], test[1], "en")["bleu"] - corpus_scores(*valid, "en")["bleu"]
+    assert found.gap == pytest.approx(direct, abs=1e-9)
+    low, high = np.percentile(slow_gaps(valid, test, 40, 3), [2.5, 97.5])
+    assert (found.ci_low, found.ci_high) == pytest.approx((low, high), abs=1e-9)
+    assert found.ci_low < found.gap < found.ci_high
+
+
+def test_one_split_scored_twice_has_no_gap_and_an_interval_around_zero():
+    found = gap_interval((BASELINE, REFERENCES), (BASELINE, REFERENCES), "en", resamples=200)
+    assert found.gap == 0.0
+    assert found.ci_low < 0.0 < found.ci_high and not found.excludes_zero()
+    assert found == gap_interval((BASELINE, REFERENCES), (BASELINE, REFERENCES), "en",
+                                 resamples=200)  # fmt: skip
+
+
+def test_a_model_far_better_on_test_has_an_interval_above_zero():
+    valid = (noisy(REFERENCES, 0.8, 2), REFERENCES)
+    found = gap_interval(valid, (list(REFERENCES), REFERENCES), "en", resamples=100)
+    assert found.gap > 50 and found.ci_low > 0 and found.excludes_zero()
+
+
+def test_the_gap_interval_refuses_what_it_cannot_resample():
+    with pytest.raises(ValueError, match="resamples"):
+        gap_interval((BASELINE, REFERENCES), (BASELINE, REFERENCES), "en", resamples=0)
+    with pytest.raises(ValueError):
+        gap_interval((BASELINE[:-1], REFERENCES), (BASELINE, REFERENCES), "en")

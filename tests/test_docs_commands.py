@@ -76,7 +76,33 @@ def shared_data(tmp_path_factory) -> Path:
     return prepare_shared_data(REPO_ROOT, tmp_path_factory.mktemp("shared-data"))
 
 
-@pytest.mark.parametrize("page", pages_with_blocks(), ids=name)
+# Pages whose toy runs take minutes and repeat paths that faster tests cover: `slow`, so out
+# of `make test` (about 10 minutes on 2 cores) and run by `make test-docs`, `make test-all`
+# and CI (.ci/run). The README and the tutorial's first page stay in `make test`.
+SLOW_PAGES = {
+    "docs/tutorial/comparing.md": "a toy sweep (tests/test_compare_command.py) and the lab",
+    "docs/tutorial/first-alignment.md": "toy trainings (tests/test_visualise_learning.py)",
+    "docs/tutorial/tatoeba.md": "the README's Tatoeba training, again",
+    "docs/tutorial/seeing-attention.md": "the README's Tatoeba training, again",
+    "docs/tutorial/own-corpus.md": "a corpus of the user's own (tests/test_install.py)",
+    "docs/tutorial/own-attention.zh.md": "own-attention.md's plugin, in Chinese",
+}
+
+
+def page_params() -> list:
+    """Every page with blocks; those of SLOW_PAGES marked `slow`."""
+    return [
+        pytest.param(page, marks=pytest.mark.slow) if name(page) in SLOW_PAGES else page
+        for page in pages_with_blocks()
+    ]
+
+
+def test_every_slow_page_exists():
+    missing = sorted(set(SLOW_PAGES) - {name(page) for page in pages_with_blocks()})
+    assert not missing, f"SLOW_PAGES names pages without blocks: {missing}"
+
+
+@pytest.mark.parametrize("page", page_params(), ids=name)
 def test_the_blocks_of_the_page_run(page, tmp_path, request):
     original = original_page(page)
     if same_commands(page, original):

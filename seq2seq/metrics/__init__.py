@@ -6,7 +6,8 @@
 * `seq2seq.metrics.aer`: precision, recall and AER of word links (Och & Ney 2003).
 * `seq2seq.metrics.alignment_accuracy`: the share of target tokens whose attention argmax
   falls on their gold source positions.
-* `seq2seq.metrics.significance`: paired bootstrap resampling of BLEU (Koehn 2004).
+* `seq2seq.metrics.significance`: bootstrap resampling of BLEU (Koehn 2004): paired, of
+  systems on the same sentences, and unpaired, of one model's valid/test gap.
 
 The registered validation metrics (`seq2seq.metrics.base`; the registry's "metric" group,
 `registry.names("metric")`) are what `trainer.select_metric` may name: it picks the best
@@ -30,6 +31,8 @@ from seq2seq.metrics.significance import (
     BOOTSTRAP_RESAMPLES,
     SIGNIFICANCE_LEVEL,
     BootstrapResult,
+    GapInterval,
+    gap_interval,
     paired_bootstrap,
 )
 from seq2seq.metrics.text import bleu_tokenizer, corpus_scores, format_score, format_scores
@@ -39,6 +42,7 @@ __all__ = [
     "SIGNIFICANCE_LEVEL",
     "AlignmentCounts",
     "BootstrapResult",
+    "GapInterval",
     "HookMetric",
     "Link",
     "LossMetric",
@@ -50,6 +54,7 @@ __all__ = [
     "corpus_scores",
     "format_score",
     "format_scores",
+    "gap_interval",
     "metric",
     "metrics_of",
     "pair_counts",

@@ -1,8 +1,10 @@
-"""Paired bootstrap resampling of BLEU (Koehn 2004, as sacrebleu's `PairedTest` does it).
+"""Bootstrap resampling of BLEU (Koehn 2004, as sacrebleu's `PairedTest` does it).
 
 `paired_bootstrap` tests whether systems differ from a baseline on the same test
 sentences and gives each system's 95% confidence interval of BLEU; the comparison of runs
-uses it.
+uses it. `gap_interval` asks the other question of two splits: how far apart one model's
+BLEU on two different sets of sentences (valid and test) may fall by the choice of the
+sentences alone.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from sacrebleu.significance import PairedTest
 
 from seq2seq.metrics.text import Bleu, check_corpus
@@ -83,3 +86,61 @@ def paired_bootstrap(
             float(result.mean + result.ci), None if p_value is None else float(p_value), signature,
         ))  # fmt: skip
     return found
+
+
+@dataclass(frozen=True)
+class GapInterval:
+    """test − valid BLEU of one model and its 95% bootstrap interval (`gap_interval`)."""
+
+    gap: float
+    ci_low: float
+    ci_high: float
+    resamples: int
+
+    def excludes_zero(self) -> bool:
+        """True when the whole interval lies on one side of 0: a gap the sampling of the two
+        splits' sentences alone would rarely give."""
+        return self.ci_low > 0.0 or self.ci_high < 0.0
+
+
+def gap_interval(
+    valid: tuple[Sequence[str], Sequence[str]],
+    test: tuple[Sequence[str], Sequence[str]],
+    tgt_lang: str,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 12345,
+) -> GapInterval:
+    """The gap test − valid of corpus BLEU and its 95% percentile interval under the
+    unpaired bootstrap: each resample draws len(valid) valid and len(test) test sentences
+    with replacement, independently, and scores both draws from the sentences' summed
+    n-gram statistics,
+
+        gap_b = BLEU(Σ_{i ∈ T_b} s_i) − BLEU(Σ_{j ∈ V_b} s_j),
+
+    so the interval is the spread a gap shows when the two splits are finite samples of
+    sentences, each scored by the same model. `valid` and `test` are (hypotheses,
+    references); `seed` seeds the resampling (a numpy Generator)."""
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    for hypotheses, references in (valid, test):
+        check_corpus(list(hypotheses), list(references))
+    metric = Bleu().scorer(tgt_lang)
+
+    def statistics(split: tuple[Sequence[str], Sequence[str]]) -> np.ndarray:
+        hypotheses, references = split
+        stats = metric._extract_corpus_statistics(list(hypotheses), [list(references)])
+        return np.asarray(stats, dtype=np.int64)  # (sentences, 2 + 2 · max n-gram order)
+
+    def bleu(stats: np.ndarray) -> float:
+        return float(metric._compute_score_from_stats(stats.sum(0).tolist()).score)
+
+    valid_stats, test_stats = statistics(valid), statistics(test)
+    rng = np.random.default_rng(seed)
+    gaps = np.empty(resamples)
+    for b in range(resamples):
+        valid_rows = rng.integers(0, len(valid_stats), len(valid_stats))
+        test_rows = rng.integers(0, len(test_stats), len(test_stats))
+        gaps[b] = bleu(test_stats[test_rows]) - bleu(valid_stats[valid_rows])
+    low, high = np.percentile(gaps, [2.5, 97.5])
+    return GapInterval(bleu(test_stats) - bleu(valid_stats), float(low), float(high), resamples)
