@@ -16,7 +16,8 @@ from seq2seq import registry
 from seq2seq.build import build_model, count_parameters
 from seq2seq.configs import config_files
 from seq2seq.runs.reading import Scalars, best_choice, best_within
-from seq2seq.runs.sweep import convergence
+from seq2seq.runs.report import cost_line
+from seq2seq.runs.sweep import Configuration, convergence, empty_row
 
 # What the comparison sweeps: every attention preset, every `compare_<family>` experiment.
 COMPARE_ATTENTIONS = [Path(entry.name).stem for entry in config_files("attention")]
@@ -205,3 +206,18 @@ def test_the_csv_goes_to_the_files_folder_and_the_report_stays_in_its_own(sweep,
     assert files_dir(None, full) == Path("docs/results")
     assert files_dir("elsewhere", full) is None
     assert files_dir(None, BudgetConfig(name="small", seeds=1, train=[])) is None
+
+
+def test_the_cost_line_sums_the_finished_runs_and_names_those_not_near_convergence():
+    def row(seed, minutes, steps, gain):
+        return empty_row(seed=seed, train_minutes=minutes, steps=steps, last_quarter_gain=gain)
+
+    settled = Configuration("attention", "A", [], [row(1, 2.0, 100, 0.1), row(2, 3.7, 250, 0.0)])
+    unfinished = Configuration("attention", "B", [], [row(1, None, None, None)])
+    line = cost_line([settled, unfinished])
+    assert line.startswith("Cost: 2 finished runs, 6 min of training and validation")
+    assert "350 updates." in line and line.endswith("last ¼ gain is under 0.5.")
+    late = Configuration("attention", "C", [], [row(1, 1.0, 80, 0.2), row(2, 1.0, 90, 0.75)])
+    line = cost_line([settled, late])
+    assert line.endswith("Not near convergence (last ¼ gain ≥ 0.5): C seed 2 (0.75).")
+    assert "4 finished runs" in line and "520 updates" in line

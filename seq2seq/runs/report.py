@@ -43,6 +43,7 @@ from seq2seq.runs.sweep import (
 
 MISSING = "—"
 MARK = "†"  # significant: p < SIGNIFICANCE_LEVEL for every seed, in one direction
+NEAR_CONVERGED_GAIN = 0.5  # a run whose last ¼ gain is under this is near convergence
 REPORT_NAME, CSV_NAME = "COMPARISON.md", "comparison.csv"
 TABLE_COLUMNS = (  # (key, markdown header); see `table_cell`
     ("model", "model"),
@@ -422,6 +423,7 @@ class Report:
         for sweep, configurations in self.sweeps.items():
             baseline, twins = self.roles[sweep]["baseline"], self.roles[sweep].get("twins", {})
             lines += ["", f"## {sweep}", "", *markdown_table(configurations, baseline, twins)]
+            lines += ["", cost_line(configurations)]
             table = significance_table(configurations, baseline, twins, settings.twin_marker)
             if table:
                 lines += ["", *table]
@@ -433,6 +435,34 @@ class Report:
             lines += ["", *section]
         seeds = max((len(c.rows) for cs in self.sweeps.values() for c in cs), default=1)
         return lines + ["", *reading_section(self.sweeps, self.roles, seeds)]
+
+
+def cost_line(configurations: list[Configuration]) -> str:
+    """What a sweep's finished runs cost (the sums of their `results.json` minutes, on each
+    run's own clock, validations included, and updates; a run linked in from another sweep
+    counts in each) and which runs are not near convergence: a last ¼ gain of
+    `NEAR_CONVERGED_GAIN` BLEU or more."""
+    rows = [row for configuration in configurations for row in configuration.rows]
+    minutes = [row["train_minutes"] for row in rows if row["train_minutes"] is not None]
+    updates = sum(row["steps"] for row in rows if row["steps"] is not None)
+    line = (
+        f"Cost: {len(minutes)} finished runs, {sum(minutes):,.0f} min of training and "
+        f"validation in all (each run's own clock), {updates:,} updates."
+    )
+    unsettled = [
+        f"{configuration.label} seed {row['seed']} ({row['last_quarter_gain']:.2f})"
+        for configuration in configurations
+        for row in configuration.rows
+        if row["last_quarter_gain"] is not None and row["last_quarter_gain"] >= NEAR_CONVERGED_GAIN
+    ]
+    gains = [row["last_quarter_gain"] for row in rows if row["train_minutes"] is not None]
+    if unsettled:
+        return f"{line} Not near convergence (last ¼ gain ≥ {NEAR_CONVERGED_GAIN}): " + (
+            "; ".join(unsettled) + "."
+        )
+    if gains and all(gain is not None for gain in gains):
+        return f"{line} Every finished run's last ¼ gain is under {NEAR_CONVERGED_GAIN}."
+    return line
 
 
 def header_lines(command: str, made_by: str | None) -> list[str]:
