@@ -120,7 +120,8 @@ def gap_interval(
 
     so the interval is the spread a gap shows when the two splits are finite samples of
     sentences, each scored by the same model. `valid` and `test` are (hypotheses,
-    references); `seed` seeds the resampling (a numpy Generator)."""
+    references); `seed` seeds the resampling (a numpy Generator). The statistics and the
+    score from their sums are sacrebleu's, through the two methods its own bootstrap uses."""
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
     for hypotheses, references in (valid, test):
