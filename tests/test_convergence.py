@@ -151,3 +151,45 @@ def test_a_checkpoint_without_history_resumes_with_an_empty_one(tmp_path):
     resumed = assemble_trainer(config(tmp_path, "trainer.max_steps=4"), tmp_path / "run",
                                resume_path=last, observe=False)  # fmt: skip
     assert resumed.progress.history == [] and resumed.progress.step == 3
+
+
+def test_a_run_stopped_by_the_rule_trains_on_under_a_stricter_one(tmp_path):
+    """Resumed with more validations required in the window, a converged run goes on exactly
+    as a run with that rule from the start; resumed with its own rule, it stays stopped."""
+    loose = ["trainer.max_steps=12", "trainer.converged_gain=0.05",
+             "trainer.converged_validations=1"]  # fmt: skip
+    strict = [*loose[:2], "trainer.converged_validations=3"]
+    first = assemble_trainer(config(tmp_path, *loose), tmp_path / "run", observe=False)
+    first.hooks.append(ScriptedHook(RISING))
+    first.fit()
+    stopped_at = first.progress.step
+    assert first.progress.stopped_early and stopped_at == first_stop(RISING, 0.05, 0.25, 1)
+    last = tmp_path / "run" / "checkpoints" / "last.pt"
+
+    same = assemble_trainer(config(tmp_path, *loose), tmp_path / "run", resume_path=last,
+                            observe=False)  # fmt: skip
+    assert same.progress.stopped_early and same.progress.step == stopped_at
+
+    resumed = assemble_trainer(config(tmp_path, *strict), tmp_path / "run", resume_path=last,
+                               observe=False)  # fmt: skip
+    assert not resumed.progress.stopped_early
+    resumed.hooks.append(ScriptedHook(RISING))
+    resumed.fit()
+    straight = assemble_trainer(config(tmp_path, *strict), tmp_path / "straight", observe=False)
+    straight.hooks.append(ScriptedHook(RISING))
+    straight.fit()
+    assert resumed.progress.step == straight.progress.step > stopped_at
+    assert resumed.progress.history == straight.progress.history
+    assert resumed.progress.stopped_early == straight.progress.stopped_early
+
+
+def test_a_stop_by_patience_stands_on_resume(tmp_path):
+    falling = {step: 1.0 - 0.1 * step for step in range(1, 13)}
+    cfg = config(tmp_path, "trainer.max_steps=12", "trainer.patience=2")
+    first = assemble_trainer(cfg, tmp_path / "run", observe=False)
+    first.hooks.append(ScriptedHook(falling))
+    first.fit()
+    assert first.progress.stopped_early and first.progress.step == 3
+    last = tmp_path / "run" / "checkpoints" / "last.pt"
+    resumed = assemble_trainer(cfg, tmp_path / "run", resume_path=last, observe=False)
+    assert resumed.progress.stopped_early

@@ -152,7 +152,9 @@ class Progress:
     best_step: int = 0
     best_scores: dict[str, float] = field(default_factory=dict)  # every metric at best_step
     bad_validations: int = 0  # validations since the best, for trainer.patience
-    history: list[list[float]] = field(default_factory=list)  # [update, selected value] of each validation
+    history: list[list[float]] = field(
+        default_factory=list
+    )  # [update, selected value] of each validation
     validated_step: int = 0  # step of the latest validation
     train_seconds: float = 0.0
     stopped_early: bool = False
@@ -181,6 +183,7 @@ class Progress:
 def checked_history(value: Any) -> list[list[float]]:
     """A checkpoint's validation history: a list of [update, value] pairs with finite
     numbers in update order; CheckpointError naming `progress.history` otherwise."""
+
     def is_number(x: Any) -> bool:
         return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
@@ -613,17 +616,44 @@ class Trainer:
         `trainer.converged_validations` validations, is under `trainer.converged_gain`."""
         p, t = self.progress, self.tcfg
         p.history.append([step, value])
-        if t.converged_gain <= 0:
-            return
-        if validations_in_window(p.history, t.converged_fraction) < t.converged_validations:
-            return
-        gain = recent_gain(p.history, t.converged_fraction, self.selection.higher_is_better)
-        if gain is not None and gain < t.converged_gain:
+        gain = self._converged_gain(p.history)
+        if gain is not None:
             p.stopped_early = True
             log.info(
                 "step %d: converged: %s gained %.3f (< trainer.converged_gain %g) over the "
                 "last %g of the updates; stopping", step, self.selection.name, gain,
                 t.converged_gain, t.converged_fraction,
+            )  # fmt: skip
+
+    def _converged_gain(self, history: list[list[float]]) -> float | None:
+        """The gain of `history` when the convergence rule of `trainer.converged_*` judges
+        it converged, else None (the rule off, too few validations in the window, or a gain
+        at or above the threshold)."""
+        t = self.tcfg
+        if t.converged_gain <= 0:
+            return None
+        if validations_in_window(history, t.converged_fraction) < t.converged_validations:
+            return None
+        gain = recent_gain(history, t.converged_fraction, self.selection.higher_is_better)
+        return gain if gain is not None and gain < t.converged_gain else None
+
+    def _rejudge_convergence(self) -> None:
+        """A resumed run that had stopped by the convergence rule is judged again by the
+        rule it resumes with, as a run stopped by `trainer.max_steps` goes on under a higher
+        cap: under a stricter rule (more validations in the window, a smaller gain, the rule
+        off) it trains on, exactly as if that rule had held from its start, since the rule
+        only reads the validations. A run whose `trainer.patience`, as it resumes, is used up
+        stays stopped."""
+        p, t = self.progress, self.tcfg
+        if not p.stopped_early or (t.patience > 0 and p.bad_validations >= t.patience):
+            return
+        if self._converged_gain(p.history) is None:
+            p.stopped_early = False
+            log.info(
+                "resumed at step %d: stopped by the convergence rule, but not converged by "
+                "trainer.converged_gain=%g, converged_fraction=%g, converged_validations=%d: "
+                "training goes on", p.step, t.converged_gain, t.converged_fraction,
+                t.converged_validations,
             )  # fmt: skip
 
     def selected_value(self, metrics: dict[str, float], step: int) -> float:
@@ -781,6 +811,7 @@ class Trainer:
         self.optimizer.load_state_dict(payload["optimizer"])
         self.schedule.load_state_dict(payload["schedule"])
         self.progress = self._resumed_progress(payload["progress"])
+        self._rejudge_convergence()
         restore_rng_states(self._own_rng_state(payload))
         self.snapshots.clear()
         if self.tcfg.average_last > 1:
