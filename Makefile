@@ -23,8 +23,10 @@ $(STAMP): pyproject.toml
 train: $(STAMP)
 	$(VENV)/bin/seq2seq-train +experiment=default_cpu $(ARGS)
 
+# One pytest-xdist worker per core, each test file whole on one worker (its module
+# fixtures are built once); tests/conftest.py gives each worker one torch thread.
 test: $(STAMP)
-	$(PY) -m pytest -q -m "not slow and not faults"
+	$(PY) -m pytest -q -n auto --dist loadfile -m "not slow and not faults"
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q
@@ -32,7 +34,7 @@ test-all: $(STAMP)
 # The tutorial pages whose toy runs `make test` leaves out (tests/test_docs_commands.py,
 # SLOW_PAGES); CI runs them after `make test`.
 test-docs: $(STAMP)
-	$(PY) -m pytest -q -m slow tests/test_docs_commands.py
+	$(PY) -m pytest -q -n auto --dist load -m slow tests/test_docs_commands.py
 
 # The whole fault-injection suite (tests/faults/: hostile checkpoints and inputs, signals,
 # kill -9 and resume trials, fuzzing); the figures go to faults-report.md (RELIABILITY.md).

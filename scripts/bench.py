@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--out", type=Path, default=Path("BENCHMARKS.md"), help="the file to append to")
     add("--profile-out", type=Path, default=Path("benchmarks/profile_default_cpu.txt"))
     add("--dropout", action="store_true", help="also default_cpu's update time per dropout site")
+    add("--matmul-bound", action="store_true",
+        help="also each preset's update products timed alone: the MFU it could reach")  # fmt: skip
     return parser
 
 

@@ -12,6 +12,17 @@ from helpers import toy_corpus_lines
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (`make test` runs one worker per core), each worker and the
+    processes it starts use one torch thread: two threads per worker on two cores would
+    make their matrix products wait on each other."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        os.environ["OMP_NUM_THREADS"] = "1"
+        torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def corpus_mirror() -> Path:
     """The offline corpus mirror (`SEQ2SEQ_DATA_MIRROR`), or skip when there is none."""

@@ -18,7 +18,10 @@ Sections of the entry:
    TFLOP of training (`train/tflop`: the analytic FLOPs of every batch, machine-independent).
 6. Profile: `torch.profiler` table of one training step of `default_cpu` (top operators
    by self CPU time), written to `profile_out`.
-7. Dropout's cost (`dropout`): `default_cpu`'s update time with dropout at every site,
+7. MFU's bound (`matmul_bound`): per preset, every matrix product of one update timed
+   again alone (`seq2seq.bench.matmul_bound`): the MFU the update would reach were all
+   its other work free.
+8. Dropout's cost (`dropout`): `default_cpu`'s update time with dropout at every site,
    at fewer sites, and off (`throughput.DROPOUT_VARIANTS`), measured in alternating rounds;
    the median over rounds, and the ratio to every site.
 """
@@ -35,7 +38,7 @@ from seq2seq.bench.ceiling import ceiling_section
 from seq2seq.bench.decoding_speed import decoding_section
 from seq2seq.bench.entry import machine_lines
 from seq2seq.bench.quality import quality_section
-from seq2seq.bench.throughput import dropout_section, training_section
+from seq2seq.bench.throughput import bound_section, dropout_section, training_section
 from seq2seq.bench.training_speed import StepCounts
 from seq2seq.bench.worker import WorkerJob
 from seq2seq.runs.assemble import select_device
@@ -65,6 +68,7 @@ class BenchOptions:
     checkpoints: list[Path] = field(default_factory=list)
     run_dir: Path | None = None
     dropout: bool = False
+    matmul_bound: bool = False
     profile_out: Path = Path("benchmarks/profile_default_cpu.txt")
 
     def number(self, name: str) -> int:
@@ -99,7 +103,8 @@ def build_entry(options: BenchOptions) -> list[str]:
 
 
 def measured_sections(options: BenchOptions, device: torch.device, ceiling: float) -> list[str]:
-    """Training, decoding, time to quality, dropout and profile sections, in that order."""
+    """Training, decoding, time to quality, MFU's bound, dropout and profile sections, in
+    that order."""
     lines, profile_lines, job = [], [], options.worker_job()
     if not options.skip_training:
         training_lines, profile_lines = training_section(
@@ -111,6 +116,9 @@ def measured_sections(options: BenchOptions, device: torch.device, ceiling: floa
         lines += ["", "### Decoding (test split)", "", *decoding]
     if options.run_dir:
         lines += ["", "### Time to quality", "", *quality_section(options.run_dir)]
+    if options.matmul_bound:
+        bound = bound_section(options.chosen_presets(), job, ceiling)
+        lines += ["", "### The update's matrix products alone (MFU's bound)", "", *bound]
     if options.dropout:
         lines += ["", "### Dropout's cost (default_cpu)", "", *dropout_section(job, ceiling)]
     if profile_lines:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from seq2seq.bench.matmul_bound import BOUND_HEAD, bound_row
 from seq2seq.bench.worker import WorkerJob, run_worker
 
 # Where the Transformer draws dropout masks (rate 0.1 wherever it is on): the embeddings
@@ -85,6 +86,25 @@ def training_row(preset: str, result: dict[str, Any], ceiling: float) -> str:
         f"{result['peak_rss_mib']:,.0f}",
     ]
     return "| " + " | ".join(cells) + " |"
+
+
+def bound_section(presets: list[str], template: WorkerJob, ceiling: float) -> list[str]:
+    """Per preset (one worker each): one update's matrix products in it and alone, and the
+    MFU the update would reach were everything else free (`seq2seq.bench.matmul_bound`)."""
+    lines = list(BOUND_HEAD)
+    for preset in presets:
+        result = run_worker(replace(template, preset=preset, profile=None, matmul_bound=True))
+        if "error" in result:
+            lines.append(f"| {preset} | failed: {result['error']} |" + " |" * 7)
+        else:
+            lines.append(bound_row(preset, result["matmul_bound"], ceiling))
+    return lines + [
+        "",
+        "Products: every aten mm, addmm, bmm and baddbmm of one update (the "
+        "first measured batch), forward and backward, each timed again alone on "
+        "operands of the same sizes and strides (median of the reps). Bound MFU: "
+        "the analytic FLOPs over the products' seconds alone and the ceiling.",
+    ]
 
 
 def dropout_section(template: WorkerJob, ceiling: float) -> list[str]:

@@ -4,7 +4,7 @@ Each preset runs in its own process so that its peak RSS is its own, and no allo
 thread-pool state of one preset slows the next. The parent passes a `WorkerJob` as JSON
 (`python -m seq2seq.bench.worker JOB`) with OMP/MKL threads set; the worker prints one JSON
 line: the measurement of `training_speed.measure_training`, the profile's top operators
-when asked, and its peak RSS in MiB.
+and the update's products timed alone (`matmul_bound`) when asked, and its peak RSS in MiB.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seq2seq.bench.matmul_bound import measure_bound
 from seq2seq.bench.presets import preset_config
 from seq2seq.bench.training_speed import StepCounts, measure_training, profile_step
 from seq2seq.runs.assemble import assemble_trainer
@@ -36,6 +37,7 @@ class WorkerJob:
     compiled: bool = False
     overrides: list[str] = field(default_factory=list)
     profile: str | None = None  # a path: also profile one step there
+    matmul_bound: bool = False  # also time the update's products alone (matmul_bound)
 
     @classmethod
     def from_json(cls, text: str) -> WorkerJob:
@@ -54,6 +56,9 @@ def measure_job(job: WorkerJob) -> dict[str, Any]:
         if job.profile is not None:
             first_measured = trainer.sampler.batches(0)[job.counts.warmup]
             result["profile_top"] = profile_step(trainer, first_measured, Path(job.profile))
+        if job.matmul_bound:
+            first_measured = trainer.sampler.batches(0)[job.counts.warmup]
+            result["matmul_bound"] = measure_bound(trainer, first_measured, job.counts.reps)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     result["peak_rss_mib"] = peak_kib / 1024
     return result
