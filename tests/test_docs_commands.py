@@ -77,7 +77,7 @@ def shared_data(tmp_path_factory) -> Path:
 
 
 # Pages whose toy runs take minutes and repeat paths that faster tests cover: `slow`, so out
-# of `make test` (about 10 minutes on 2 cores) and run by `make test-docs`, `make test-all`
+# of `make test` (12 minutes on 2 idle cores) and run by `make test-docs`, `make test-all`
 # and CI (.ci/run). The README and the tutorial's first page stay in `make test`.
 SLOW_PAGES = {
     "docs/tutorial/comparing.md": "a toy sweep (tests/test_compare_command.py) and the lab",

@@ -84,6 +84,7 @@ def test_the_row_gives_mfu_and_its_bound_from_the_measured_seconds():
     assert row[5] == "80%"  # 0.4 of 0.5 s
     assert row[6:8] == ["50", "80"]  # 20 GFLOP in 0.4 s; in 0.25 s
     assert row[8] == "50.0%"  # 25 GFLOP / 0.25 s / 200 GFLOP/s
+    assert row[9] == "31.2%"  # 25 GFLOP / 0.4 s / 200 GFLOP/s
 
 
 def test_a_real_update_records_products_whose_flops_match_the_analytic_count(tmp_path):

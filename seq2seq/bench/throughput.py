@@ -95,7 +95,7 @@ def bound_section(presets: list[str], template: WorkerJob, ceiling: float) -> li
     for preset in presets:
         result = run_worker(replace(template, preset=preset, profile=None, matmul_bound=True))
         if "error" in result:
-            lines.append(f"| {preset} | failed: {result['error']} |" + " |" * 7)
+            lines.append(f"| {preset} | failed: {result['error']} |" + " |" * 8)
         else:
             lines.append(bound_row(preset, result["matmul_bound"], ceiling))
     return lines + [
