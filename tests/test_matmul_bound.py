@@ -48,6 +48,7 @@ def test_a_linear_layer_forward_and_backward_records_its_three_products():
     forward = next(p for p, _ in recorder.calls if p.op == "addmm")
     assert forward.sizes == ((9,), (4, 6), (6, 9))
     assert forward.strides[2] == (1, 6)  # Wᵀ: a transposed view of the (9, 6) weight
+    assert forward.dtype == torch.float32
 
 
 def test_other_operators_are_not_recorded():
@@ -63,6 +64,7 @@ def test_other_operators_are_not_recorded():
         Product("mm", ((5, 3), (3, 4)), ((1, 5), (4, 1))),  # the left operand transposed
         Product("addmm", ((4,), (5, 3), (3, 4)), ((0,), (3, 1), (1, 3))),  # bias broadcast
         Product("bmm", ((2, 5, 3), (2, 3, 4)), ((15, 1, 5), (12, 4, 1))),
+        Product("mm", ((5, 3), (3, 4)), ((3, 1), (4, 1)), torch.float64),
     ],
 )
 def test_replayed_operands_have_the_recorded_layout_and_compute_the_product(product):
@@ -70,6 +72,7 @@ def test_replayed_operands_have_the_recorded_layout_and_compute_the_product(prod
     tensors = operands(product, generator)
     assert tuple(tuple(t.shape) for t in tensors) == product.sizes
     assert tuple(t.stride() for t in tensors) == product.strides
+    assert all(t.dtype == product.dtype for t in tensors)
     expected = getattr(torch, product.op)(*(t.contiguous() for t in tensors))
     torch.testing.assert_close(getattr(torch, product.op)(*tensors), expected)
     assert seconds_alone(product, reps=3, generator=generator) > 0

@@ -50,6 +50,7 @@ class Product:
     op: str
     sizes: tuple[tuple[int, ...], ...]  # every tensor argument, in order
     strides: tuple[tuple[int, ...], ...]
+    dtype: torch.dtype = torch.float32
 
     @property
     def flops(self) -> int:
@@ -76,16 +77,16 @@ class ProductRecorder(TorchDispatchMode):
         seconds = time.perf_counter() - started
         sizes = tuple(tuple(t.shape) for t in tensors)
         strides = tuple(tuple(t.stride()) for t in tensors)
-        self.calls.append((Product(name, sizes, strides), seconds))
+        self.calls.append((Product(name, sizes, strides, tensors[0].dtype), seconds))
         return result
 
 
 def operands(product: Product, generator: torch.Generator) -> list[torch.Tensor]:
-    """Fresh random tensors with the product's sizes and strides (float32, CPU)."""
+    """Fresh random tensors with the product's sizes, strides and dtype (CPU)."""
     tensors = []
     for size, stride in zip(product.sizes, product.strides, strict=True):
         storage = 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True) if s > 0)
-        flat = torch.randn(storage, generator=generator)
+        flat = torch.randn(storage, generator=generator).to(product.dtype)
         tensors.append(torch.as_strided(flat, size, stride))
     return tensors
 
