@@ -131,6 +131,23 @@ def test_incremental_decoding_equals_the_full_causal_pass(attention, need_weight
             torch.testing.assert_close(weights, full_weights[:, :, step : step + 1, : step + 1])
 
 
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_a_query_without_a_visible_key_reads_nothing_and_the_others_are_unchanged(
+    attention, need_weights
+):
+    """The first sentence has no key to see: its heads' context is zero (the output is the
+    output layer's bias); the fused path zeroes exactly that row, and only when one exists."""
+    query, keys, values = make_inputs(8, tgt=3, src=4)
+    mask = torch.ones(BATCH, 4, dtype=torch.bool)
+    mask[0] = False
+    context, _ = attention(query, keys, values, mask, need_weights=need_weights)
+    nothing = attention.output_proj(torch.zeros(3, MODEL_DIM))
+    torch.testing.assert_close(context[0], nothing)
+    torch.testing.assert_close(context[1:], reference(attention, query[1:], keys[1:], values[1:]))
+    everything, _ = attention(query, keys, values, torch.ones_like(mask), need_weights=False)
+    torch.testing.assert_close(everything, reference(attention, query, keys, values))
+
+
 def test_fused_kernel_runs_exactly_when_weights_are_not_needed(attention, monkeypatch):
     calls = []
     original = F.scaled_dot_product_attention
