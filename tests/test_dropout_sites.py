@@ -28,9 +28,9 @@ def masks_drawn(overrides: list[str], monkeypatch) -> Counter:
     drawn: Counter = Counter()
     keep_mask = dropout.keep_mask
 
-    def counting(shape, p, device):
+    def counting(shape, p, device, dtype=torch.bool):
         drawn[shape[-1]] += 1
-        return keep_mask(shape, p, device)
+        return keep_mask(shape, p, device, dtype)
 
     monkeypatch.setattr(dropout, "keep_mask", counting)
     src = torch.tensor([[5, 6, 7, 3], [8, 3, PAD_ID, PAD_ID]])  # (batch, src_len)

@@ -38,6 +38,17 @@ def test_every_lane_of_a_word_drops_at_the_rate(p):
     assert abs(both - drop_rate(p) ** 2) < 5 * math.sqrt(p * p / (n // 4))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_a_mask_of_another_dtype_is_the_bool_mask_as_zeros_and_ones(dtype):
+    shape = torch.Size([37, 11])  # 407 elements: the last word's lanes are partly unused
+    torch.manual_seed(3)
+    as_bool = keep_mask(shape, 0.3, torch.device("cpu"))
+    torch.manual_seed(3)
+    as_dtype = keep_mask(shape, 0.3, torch.device("cpu"), dtype)
+    assert as_bool.dtype == torch.bool and as_dtype.dtype == dtype
+    assert torch.equal(as_dtype, as_bool.to(dtype))
+
+
 def test_kept_elements_are_scaled_dropped_ones_are_zero_and_the_mean_is_kept():
     torch.manual_seed(1)
     x = torch.rand(256, 40, 32) + 0.5  # no zeros of its own

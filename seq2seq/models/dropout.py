@@ -47,13 +47,17 @@ def drop_rate(p: float) -> float:
     return round(p * LANE_VALUES) / LANE_VALUES
 
 
-def keep_mask(shape: torch.Size, p: float, device: torch.device) -> torch.Tensor:
-    """A bool mask of `shape`, each element True with probability 1 − drop_rate(p),
-    drawn as int16 lanes of ⌈n / 4⌉ random 64-bit words."""
+def keep_mask(
+    shape: torch.Size, p: float, device: torch.device, dtype: torch.dtype = torch.bool
+) -> torch.Tensor:
+    """A mask of `shape`, each element kept (True, or 1 in another `dtype`) with probability
+    1 − drop_rate(p), drawn as int16 lanes of ⌈n / 4⌉ random 64-bit words. The comparison
+    writes `dtype` directly: a float mask costs no bool mask and no conversion pass."""
     count = shape.numel()
     words = torch.randint(*_WORD_RANGE, ((count + 3) // 4,), dtype=torch.int64, device=device)
     lanes = words.view(torch.int16)[:count].view(shape)  # (n,) uniform int16 -> shape
-    return lanes >= lane_threshold(p)
+    kept = torch.empty(shape, dtype=dtype, device=device)
+    return torch.ge(lanes, lane_threshold(p), out=kept)
 
 
 def element_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
@@ -64,7 +68,7 @@ def element_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     if x.device.type != "cpu":
         return F.dropout(x, p, training=True)
     scale = 1.0 / (1.0 - drop_rate(p))
-    return x * keep_mask(x.shape, p, x.device).to(x.dtype).mul_(scale)
+    return x * keep_mask(x.shape, p, x.device, x.dtype).mul_(scale)
 
 
 class ElementDropout(nn.Module):
