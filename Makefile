@@ -119,8 +119,8 @@ bench-data: $(STAMP)
 # quarter of its updates, judged once that quarter holds six validations; at most 8,000),
 # SEEDS=3, written to ./COMPARISON.md: 3,450-8,000 updates a run, several hours for the attention and encoder sweeps with JOBS=2 on 2 cores,
 # more than one session: a comparison started again with the same COMPARE_DIR goes on where
-# it stopped (trainer.resume=auto: each run from its last checkpoint; a finished run is only
-# tested again). BUDGET=small: 60 updates, SEEDS=1, written into its compare folder. JOBS=N
+# it stopped (trainer.resume=auto: each run from its last checkpoint; a finished run keeps
+# its results). BUDGET=small: 60 updates, SEEDS=1, written into its compare folder. JOBS=N
 # trains N runs at once (Hydra's joblib launcher), each with cores/N torch threads. ARGS: more
 # settings of seq2seq-compare (`seq2seq-compare --cfg job` lists them).
 # The stages can be run alone with the same COMPARE_DIR, e.g. to finish a compare:

@@ -18,6 +18,7 @@ import pytest
 from faults.test_resume import PREEMPTED_EXIT, _command, interrupt, logged_losses
 from helpers import TINY_TOY, compose_config, single_thread_env
 from hydra import compose, initialize_config_module
+from omegaconf import OmegaConf
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import register_configs
@@ -63,15 +64,23 @@ def test_resume_auto_of_a_finished_run_resumes_it_rather_than_training_anew(tmp_
     assert resolve_resume("auto", run, tmp_path) == last
 
 
-def test_resume_auto_trains_then_continues_a_finished_run_without_training(tmp_path):
+def test_resume_auto_trains_then_continues_a_finished_run_without_training_or_testing(tmp_path):
     overrides = TINY_TOY + [f"data.root={tmp_path / 'data'}", "trainer.valid_every=3",
                             "trainer.max_steps=3", "trainer.test_search.beam_size=1",
                             "logging.tensorboard=false", "trainer.resume=auto"]  # fmt: skip
     run = tmp_path / "run"
     first = train_and_test(compose_config(overrides), run, tmp_path)
     steps = len(logged_losses(run))
+    translations = (run / "test.hyp").stat().st_mtime_ns
     again = train_and_test(compose_config(overrides), run, tmp_path)
     assert first["steps"] == again["steps"] == 3 and len(logged_losses(run)) == steps
+    # nothing trained and nothing changed: the results stand, the test is not run again
+    assert again == first and (run / "test.hyp").stat().st_mtime_ns == translations
+    wider = train_and_test(compose_config(overrides + ["trainer.test_search.beam_size=2"]),
+                           run, tmp_path)  # fmt: skip
+    assert wider["search"]["beam_size"] == 2 and wider["steps"] == 3  # tested again
+    assert (run / "test.hyp").stat().st_mtime_ns != translations
+    assert json.loads((run / "results.json").read_text())["tested"]["search"]["beam_size"] == 2
 
 
 # ---------------------------------------------------------------- the presets
@@ -203,7 +212,8 @@ def test_a_two_job_sweep_runs_as_submitit_jobs(tmp_path):
         run_dir = sweep / str(job)
         results = _results(run_dir)
         assert results["steps"] == 6 and results["run_dir"] == str(run_dir)
-        assert f"score: {attention}" in (run_dir / ".hydra" / "config.yaml").read_text()
+        config = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+        assert config.attention.score.name == attention
     assert list((sweep / ".submitit").glob("*/*_0_result.pkl"))
 
 

@@ -5,7 +5,8 @@
 
 `train_and_test` checks the settings, starts data parallelism when run under `torchrun`,
 locks the run folder, assembles the trainer (resuming when `trainer.resume` says so),
-trains, tests the best (or averaged) weights and writes `results.json`. `seq2seq-train`
+trains, tests the best (or averaged) weights and writes `results.json` (a finished run
+started again, that trains no further, keeps the results it has). `seq2seq-train`
 is a thin shell over it; `scripts/bench.py` and the tests build their trainers with
 `assemble_trainer`, so what they measure is what users train.
 """
@@ -248,12 +249,48 @@ def _train_in_folder(
             backend,
             ranks.world_size,
         )
+    trained_from = trainer.progress.step
     trainer.fit()
     if not ranks.is_main:
         return {}
+    standing = results_that_stand(trainer, cfg, trained_from)
+    if standing is not None:
+        trainer.logger.close()
+        return standing
     results = evaluate_best(trainer, cfg)
     write_results(trainer, cfg, results)
     return results
+
+
+def results_that_stand(trainer: Trainer, cfg: DictConfig, trained_from: int) -> dict | None:
+    """A finished run started again (`trainer.resume=auto` in a sweep started again) keeps
+    its `results.json` when this process made no update and the file scored this very
+    state: the same last and best updates, the same test search and checkpoint averaging.
+    Anything else (a file unreadable or from an older version, a run that trained on, a new
+    search) returns None, and the run is tested again."""
+    path = trainer.run_dir / RESULTS_NAME
+    if trainer.progress.step != trained_from or not path.is_file():
+        return None
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    same = isinstance(results, dict) and results.get("tested") == tested_state(trainer, cfg)
+    if same:
+        log.info("%s finished at update %d and trained no further: its results stand",
+                 trainer.run_dir, trainer.progress.step)  # fmt: skip
+    return results if same else None
+
+
+def tested_state(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
+    """What a test score depends on besides the data: the run's last and best updates, the
+    test search, and checkpoint averaging (results.json keeps it as `tested`)."""
+    return {
+        "steps": trainer.progress.step,
+        "best_step": trainer.progress.best_step,
+        "search": plain(cfg.trainer.test_search),
+        "average_last": cfg.trainer.average_last,
+    }
 
 
 def evaluate_best(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
@@ -286,6 +323,7 @@ def evaluate_best(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
         "parameters": count_parameters(trainer.model),
         "search": plain(cfg.trainer.test_search),
         "averaged": averaged,
+        "tested": tested_state(trainer, cfg),  # a run started again keeps these results
         "run_dir": str(trainer.run_dir),
     }
 
