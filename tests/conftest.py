@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import zipfile
 from pathlib import Path
@@ -21,6 +22,22 @@ def pytest_configure(config):
 
         os.environ["OMP_NUM_THREADS"] = "1"
         torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def root_logging_restored():
+    """A command's `main()` configures the root logger once per process (`logging.basicConfig`
+    adds a handler on the stream that is stderr at that moment: in a test, the capture's,
+    closed when the test ends). Handlers a test added that way are removed after it, so a
+    later test in the same process (an xdist worker runs many files) never writes to a
+    closed stream. pytest's own handlers are subclasses and are left alone."""
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if type(handler) is logging.StreamHandler and handler not in before:
+            root.removeHandler(handler)
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")

@@ -260,12 +260,15 @@ def test_a_failing_request_merged_with_others_fails_alone(engine):
 
 
 def test_a_late_answer_is_a_504_and_the_service_recovers(engine):
+    """The held batch outlives the limit; once released, the next request is answered.
+    The limit leaves the second request time on a busy machine (each pytest worker and
+    whatever else runs there share the cores)."""
     held = HeldEngine(engine)
-    with serving(held, timeout_s=0.2) as client:
+    with serving(held, timeout_s=2.0) as client:
         late = client.post("/translate", json={"sentences": ["a b"]})
         held.release.set()
         after = client.post("/translate", json={"sentences": ["a b"]})
-    assert late.status_code == 504 and late.json()["error"] == "no translation within 0.2 s"
+    assert late.status_code == 504 and late.json()["error"] == "no translation within 2 s"
     assert after.status_code == 200
 
 
