@@ -117,7 +117,7 @@ bench-data: $(STAMP)
 # aligners' test AER (the file format: seq2seq/runs/aer_rows.py).
 # BUDGET=full: every run until near convergence (valid BLEU gained under 0.5 in the last
 # quarter of its updates, judged once that quarter holds six validations; at most 8,000),
-# SEEDS=3, written to ./COMPARISON.md: 3,450-8,000 updates a run, several hours for the attention and encoder sweeps with JOBS=2 on 2 cores,
+# SEEDS=3, written to ./COMPARISON.md: 3,150-8,000 updates a run, several hours for the attention and encoder sweeps with JOBS=2 on 2 cores,
 # more than one session: a comparison started again with the same COMPARE_DIR goes on where
 # it stopped (trainer.resume=auto: each run from its last checkpoint; a finished run keeps
 # its results). BUDGET=small: 60 updates, SEEDS=1, written into its compare folder. JOBS=N
