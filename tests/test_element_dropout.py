@@ -15,6 +15,7 @@ from seq2seq.models.dropout import (
     element_dropout,
     keep_mask,
     lane_threshold,
+    random_words,
 )
 
 
@@ -85,3 +86,24 @@ def test_identity_in_eval_mode_and_at_zero_and_a_rate_of_one_refused():
     assert isinstance(dropout_layer(0.1), ElementDropout)
     with pytest.raises(ValueError, match=r"\[0, 1\)"):
         ElementDropout(1.0)
+
+
+def test_torch_rng_state_fixes_the_next_mask_and_successive_masks_differ():
+    """The words come from NumPy's PCG64 seeded by torch's generator: restoring torch's RNG
+    state (as resuming from a checkpoint does) draws the same mask again."""
+    shape = torch.Size([64, 33])
+    torch.manual_seed(7)
+    first = keep_mask(shape, 0.5, torch.device("cpu"))
+    state = torch.get_rng_state()
+    second = keep_mask(shape, 0.5, torch.device("cpu"))
+    torch.set_rng_state(state)
+    assert torch.equal(keep_mask(shape, 0.5, torch.device("cpu")), second)
+    assert not torch.equal(first, second)
+
+
+def test_random_words_use_every_bit():
+    torch.manual_seed(11)
+    words = random_words(20_000, torch.device("cpu"))
+    assert words.dtype == torch.int64 and words.shape == (20_000,)
+    bits = torch.stack([(words >> k) & 1 for k in range(64)])  # (64, n): bit k of each word
+    assert (bits.float().mean(dim=1) - 0.5).abs().max().item() < 5 * math.sqrt(0.25 / 20_000)

@@ -5,9 +5,12 @@ token: y = x ⊙ m / (1 − p), m ~ Bernoulli(1 − p) of x's shape (B, T, d). O
 `ElementDropout` draws its masks four to a random 64-bit word: each 16-bit lane u is
 uniform on {0, …, 2¹⁶ − 1} and the element is kept when u ≥ round(p · 2¹⁶), so the drop
 rate is p rounded to a multiple of 2⁻¹⁶ (0.1 → 0.100006) and the scale is 1 / (1 − that
-rate). `nn.Dropout` fills its mask with `bernoulli_`, one random draw per element, and
-the update of `gru_additive` spent 9% of its time there (BENCHMARKS.md, "Faster dropout
-masks"). On CUDA it is `F.dropout`. Token dropout
+rate). The words come from NumPy's PCG64 generator (O'Neill 2014), seeded for each mask
+by one 64-bit draw of torch's generator, so `torch.manual_seed` and a checkpoint's saved
+torch RNG state fix every mask; it writes them 2–3× faster than torch's CPU generator
+(`torch.randint`). `nn.Dropout` fills its mask with `bernoulli_`, one random draw per
+element, and the update of `gru_additive` spent 9% of its time there (BENCHMARKS.md,
+"Faster dropout masks"). On CUDA it is `F.dropout`. Token dropout
 draws one number per token and shares it across the token's features, m of shape
 (B, T, 1): on a residual branch it drops the whole sublayer output of that token (the
 token keeps its input unchanged), on embeddings it zeroes the whole word (word dropout,
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -47,6 +51,19 @@ def drop_rate(p: float) -> float:
     return round(p * LANE_VALUES) / LANE_VALUES
 
 
+def random_words(count: int, device: torch.device) -> torch.Tensor:
+    """`count` uniformly random int64 words on `device`. On a CPU: NumPy's PCG64 seeded by
+    one 64-bit draw of torch's default generator (every bit random, and fixed by its seed);
+    elsewhere `torch.randint` on the device's own generator."""
+    if device.type != "cpu":
+        return torch.randint(*_WORD_RANGE, (count,), dtype=torch.int64, device=device)
+    seed = torch.randint(*_WORD_RANGE, (), dtype=torch.int64).item() & (2**64 - 1)
+    words = np.random.default_rng(seed).integers(
+        *_WORD_RANGE, size=count, dtype=np.int64, endpoint=True
+    )
+    return torch.from_numpy(words)
+
+
 def keep_mask(
     shape: torch.Size, p: float, device: torch.device, dtype: torch.dtype = torch.bool
 ) -> torch.Tensor:
@@ -54,7 +71,7 @@ def keep_mask(
     1 − drop_rate(p), drawn as int16 lanes of ⌈n / 4⌉ random 64-bit words. The comparison
     writes `dtype` directly: a float mask costs no bool mask and no conversion pass."""
     count = shape.numel()
-    words = torch.randint(*_WORD_RANGE, ((count + 3) // 4,), dtype=torch.int64, device=device)
+    words = random_words((count + 3) // 4, device)  # (⌈n / 4⌉,) int64
     lanes = words.view(torch.int16)[:count].view(shape)  # (n,) uniform int16 -> shape
     kept = torch.empty(shape, dtype=dtype, device=device)
     return torch.ge(lanes, lane_threshold(p), out=kept)

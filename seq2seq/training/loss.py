@@ -11,10 +11,13 @@ and their gradients, with p = softmax(z),
     ∂NLL_t/∂z_v     = p_v − 1[v = y]
     ∂uniform_t/∂z_v = p_v − 1/V
 
-`SmoothedTerms` computes both terms in one forward pass and their gradient in one backward
-pass over the (positions, vocabulary) logits, instead of materialising log p and the
-gradients of the gather, the mean and the log-softmax one after another: the vocabulary-wide
-arrays are the largest of a small model's update (BENCHMARKS.md, "Faster updates").
+`SmoothedTerms` computes both terms from one log-softmax and their gradient in one backward
+pass over the (positions, vocabulary) log-probabilities, instead of letting autograd
+materialise the gradients of the gather, the mean and the log-softmax one after another: the
+vocabulary-wide arrays are the largest of a small model's update (BENCHMARKS.md, "Faster
+updates"). The forward pass is torch's fused `log_softmax` (one kernel, a row at a time
+while it is in cache) and keeps log p for the backward pass, which needs p = exp(log p)
+and no second normalisation.
 """
 
 from __future__ import annotations
@@ -34,22 +37,22 @@ class SmoothedTerms(torch.autograd.Function):
     def forward(ctx, logits: torch.Tensor, targets: torch.Tensor, with_uniform: bool):
         ctx.set_materialize_grads(False)
         real = targets != PAD_ID  # (N,)
-        log_total = torch.logsumexp(logits, dim=-1)  # (N,)
-        nll = (log_total - logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)) * real
-        uniform = (log_total - logits.mean(dim=-1)) * real if with_uniform else None
-        ctx.save_for_backward(logits, targets, log_total, real)
+        log_probs = torch.log_softmax(logits, dim=-1)  # (N, V)
+        nll = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1).neg_().mul_(real)
+        uniform = log_probs.mean(dim=-1).neg_().mul_(real) if with_uniform else None
+        ctx.save_for_backward(log_probs, targets, real)
         return nll, uniform
 
     @staticmethod
     def backward(ctx, grad_nll: torch.Tensor | None, grad_uniform: torch.Tensor | None):
-        logits, targets, log_total, real = ctx.saved_tensors
-        zeros = torch.zeros_like(log_total)
+        log_probs, targets, real = ctx.saved_tensors
+        zeros = torch.zeros_like(real, dtype=log_probs.dtype)
         grad_nll = zeros if grad_nll is None else grad_nll * real  # (N,)
         grad_uniform = zeros if grad_uniform is None else grad_uniform * real  # (N,)
-        grad = torch.sub(logits, log_total.unsqueeze(-1)).exp_()  # p, (N, V)
+        grad = torch.exp(log_probs)  # p, (N, V)
         grad.mul_((grad_nll + grad_uniform).unsqueeze(-1))
         grad.scatter_add_(-1, targets.unsqueeze(-1), -grad_nll.unsqueeze(-1))
-        grad.sub_((grad_uniform / logits.size(-1)).unsqueeze(-1))
+        grad.sub_((grad_uniform / log_probs.size(-1)).unsqueeze(-1))
         return grad, None, None
 
 
