@@ -7,7 +7,7 @@ uniform on {0, …, 2¹⁶ − 1} and the element is kept when u ≥ round(p · 
 rate is p rounded to a multiple of 2⁻¹⁶ (0.1 → 0.100006) and the scale is 1 / (1 − that
 rate). The words come from NumPy's PCG64 generator (O'Neill 2014), seeded for each mask
 by one 64-bit draw of torch's generator, so `torch.manual_seed` and a checkpoint's saved
-torch RNG state fix every mask; it writes them 2–3× faster than torch's CPU generator
+torch RNG state fix every mask; it writes them faster than torch's CPU generator
 (`torch.randint`). `nn.Dropout` fills its mask with `bernoulli_`, one random draw per
 element, and the update of `gru_additive` spent 9% of its time there (BENCHMARKS.md,
 "Faster dropout masks"). On CUDA it is `F.dropout`. Token dropout
