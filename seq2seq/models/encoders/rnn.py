@@ -17,6 +17,7 @@ from seq2seq import registry
 from seq2seq.models.base import Encoder, EncoderOutput
 from seq2seq.models.dropout import ElementDropout
 from seq2seq.models.encoders.inputs import check_encoder_inputs
+from seq2seq.models.recurrence import LAYERS, recur
 from seq2seq.models.recurrent import Cell, cell_kind, recurrent_flops, set_forget_bias
 
 
@@ -44,8 +45,13 @@ class RNNEncoder(Encoder):
     * final `(B, hidden_size * directions)`: the top layer's last hidden state (the LSTM's h,
       not c), [forward state after the last REAL token ; backward state after the first].
 
-    Sources are packed by length (`pack_padded_sequence`), so padding never enters the
-    recurrence and never changes the result. Only right padding is accepted (ValueError
+    Padding never changes the result. In training on the CPU the recurrence is `recur`
+    (seq2seq/models/recurrence.py): one autograd node per layer whose backward does the
+    weights' products over all steps at once, with the backward direction reading each
+    sentence reversed within its length, so padding only follows real tokens. Otherwise
+    (CUDA, no gradients, or the int8 modules of `seq2seq.quantization`) sources are packed
+    by length (`pack_padded_sequence`) for the module's own kernel. Both use the same parameters
+    (`self.rnn`) and give the same values. Only right padding is accepted (ValueError
     otherwise). Dropout is applied to the embedded input and between stacked layers.
     """
 
@@ -75,6 +81,7 @@ class RNNEncoder(Encoder):
             dropout=dropout if num_layers > 1 else 0.0,  # between layers only
         )
         set_forget_bias(self.rnn, forget_bias)
+        self.between_layers = ElementDropout(dropout if num_layers > 1 else 0.0)  # for `recur`
         self.directions = 2 if bidirectional else 1
         self.output_dim = hidden_size * self.directions
         self.final_dim = self.output_dim
@@ -86,23 +93,49 @@ class RNNEncoder(Encoder):
 
     @staticmethod
     def flops(node: Mapping[str, Any], embed_dim: int, batch: int, src_len: int) -> int:
-        """The stacked (bi)RNN over B·S positions (`recurrent_flops`); packed sources run
-        only their real tokens, so with padding this is an upper bound."""
+        """The stacked (bi)RNN over B·S positions (`recurrent_flops`): what `recur` runs in
+        training on the CPU; packed sources (CUDA, evaluation) run only their real tokens."""
         hidden, layers, cell = node["hidden_size"], node["num_layers"], node["cell"]
         directions = 2 if node["bidirectional"] else 1
         return recurrent_flops(batch * src_len, embed_dim, hidden, layers, directions, cell)
 
     def forward(self, src_embedded: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
         check_encoder_inputs(src_embedded, src_mask, self.embed_dim)
+        inputs = self.input_dropout(src_embedded)
+        if self._recurs_here(inputs):
+            memory, final = self._recur(inputs, src_mask)
+        else:
+            memory, final = self._run_packed(inputs, src_mask)
+        return EncoderOutput(memory=memory, mask=src_mask, final=final)
+
+    def _recurs_here(self, inputs: torch.Tensor) -> bool:
+        """`recur` for training on the CPU: its gain is the backward (without gradients the
+        module's own kernel is faster), and int8-quantised modules have their own."""
+        plain_module = type(self.rnn) in LAYERS
+        return inputs.device.type == "cpu" and plain_module and torch.is_grad_enabled()
+
+    def _recur(
+        self, inputs: torch.Tensor, src_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The CPU path, in the parameters' dtype whatever the autocast: memory
+        (B, S, output_dim) with zeros at padded positions, final (B, final_dim)."""
+        lengths = src_mask.sum(dim=1)  # (B,)
+        inputs = inputs.to(self.rnn.weight_hh_l0.dtype)
+        with torch.autocast("cpu", enabled=False):
+            memory, final = recur(self.rnn, inputs, lengths, self.between_layers)
+        return memory * src_mask.unsqueeze(-1), final
+
+    def _run_packed(
+        self, inputs: torch.Tensor, src_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The module's own kernel over packed sources: memory and final as `_recur`."""
         lengths = src_mask.sum(dim=1).cpu()  # (B,) pack_padded_sequence wants them on the CPU
-        packed = pack_padded_sequence(
-            self.input_dropout(src_embedded), lengths, batch_first=True, enforce_sorted=False
-        )
+        packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
         packed_out, last_states = self.rnn(packed)
         memory, _ = pad_packed_sequence(
             packed_out, batch_first=True, total_length=src_mask.size(1)
         )  # (B, S, output_dim), zeros at padded positions
-        return EncoderOutput(memory=memory, mask=src_mask, final=self._top_layer_final(last_states))
+        return memory, self._top_layer_final(last_states)
 
     def _top_layer_final(self, last_states: torch.Tensor | tuple) -> torch.Tensor:
         """h_n `(layers * directions, B, hidden)` -> top layer, directions joined `(B, final_dim)`."""
