@@ -62,6 +62,11 @@ def _weight_gradients(
     return torch.bmm(rows_gates.transpose(1, 2), rows_hidden), rows_gates.sum(dim=1)
 
 
+def _per_step(gi: torch.Tensor, width: int) -> torch.Tensor:
+    """An empty (D, S, B, width) buffer beside gi (D, S, B, G): one row per step and sentence."""
+    return gi.new_empty(*gi.shape[:-1], width)
+
+
 def _previous_states(h0: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor:
     """h_{t-1} for every step: h0 (D, B, H), outputs (D, S, B, H) -> (D, S, B, H)."""
     return torch.cat([h0.unsqueeze(1), outputs[:, :-1]], dim=1)
@@ -105,8 +110,7 @@ class GRULayer(torch.autograd.Function):
     @staticmethod
     def forward(ctx, gi, h0, weight, bias):
         hidden = h0.size(-1)
-        outputs = gi.new_empty(*gi.shape[:-1], hidden)
-        reset_update = gi.new_empty(*gi.shape[:-1], 2 * hidden)  # r, z per step
+        outputs, reset_update = _per_step(gi, hidden), _per_step(gi, 2 * hidden)  # h; r, z
         candidates = torch.empty_like(outputs)  # n per step
         gh_new = torch.empty_like(outputs)  # gh_n per step
         h = h0
@@ -126,7 +130,7 @@ class GRULayer(torch.autograd.Function):
     def backward(ctx, d_outputs):
         h0, weight, outputs, reset_update, candidates, gh_new = ctx.saved_tensors
         hidden = h0.size(-1)
-        d_gi = outputs.new_empty(*outputs.shape[:-1], 3 * hidden)  # (D, S, B, 3H)
+        d_gi = _per_step(outputs, 3 * hidden)  # (D, S, B, 3H)
         d_gh = torch.empty_like(d_gi)
         h_prev = _previous_states(h0, outputs)
         dh = torch.zeros_like(h0)
@@ -154,8 +158,7 @@ class LSTMLayer(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, gi, h0, weight, bias):
-        hidden = h0.size(-1)
-        outputs = gi.new_empty(*gi.shape[:-1], hidden)
+        outputs = _per_step(gi, h0.size(-1))
         activations = torch.empty_like(gi)  # σ(i), σ(f), tanh(g), σ(o) per step
         cell_states = torch.empty_like(outputs)  # c_t per step
         tanh_cells = torch.empty_like(outputs)  # tanh(c_t) per step
@@ -164,7 +167,7 @@ class LSTMLayer(torch.autograd.Function):
             a = gi[:, t] + _recurrent_product(bias, h, weight)  # (D, B, 4H)
             i, f, g, o = activations[:, t].chunk(4, dim=-1)
             torch.sigmoid(a, out=activations[:, t])
-            torch.tanh(a[..., 2 * hidden : 3 * hidden], out=g)
+            torch.tanh(a.chunk(4, dim=-1)[2], out=g)  # the candidate: tanh, not σ
             c = torch.addcmul(f * c, i, g, out=cell_states[:, t])
             h = torch.mul(o, torch.tanh(c, out=tanh_cells[:, t]), out=outputs[:, t])
         ctx.save_for_backward(h0, weight, outputs, activations, cell_states, tanh_cells)
