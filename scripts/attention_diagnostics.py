@@ -17,17 +17,20 @@ from pathlib import Path
 import torch
 
 from seq2seq.bench.attention_diagnostics import diagnose_sources, markdown
+from seq2seq.cli.options import OneLineParser, check_output_files, threads, whole
+from seq2seq.decoding import MAX_BATCH
+from seq2seq.output_folders import OutputPlaceError, write_output_file
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--init", nargs="*", default=[], help="quoted train overrides, one model each"
     )
     parser.add_argument("--checkpoint", nargs="*", default=[], help="checkpoint files")
-    parser.add_argument("--pairs", type=int, default=256, help="valid pairs per model")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--pairs", type=whole(1, 10**7), default=256, help="valid pairs per model")
+    parser.add_argument("--batch-size", type=whole(1, MAX_BATCH), default=32)
+    parser.add_argument("--threads", type=threads, default=1)
     parser.add_argument("--json", type=Path, help="also write the results here")
     return parser
 
@@ -37,11 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.init and not args.checkpoint:
         parser.error("give --init and/or --checkpoint")
+    check_output_files(parser, ("--json", args.json))  # before the models are trained
     torch.set_num_threads(args.threads)
     results = diagnose_sources(args.init, args.checkpoint, args.pairs, args.batch_size)
     print(markdown(results))
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        try:
+            write_output_file(args.json, json.dumps(results, indent=2) + "\n", "--json")
+        except OutputPlaceError as error:
+            print(f"attention_diagnostics: {error}", file=sys.stderr)
+            return 2
     return 0
 
 

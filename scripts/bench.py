@@ -13,30 +13,43 @@ import argparse
 import sys
 from pathlib import Path
 
-from seq2seq.bench.entry import append_entry
+from seq2seq.bench.entry import save_entry
 from seq2seq.bench.speed import FULL_DEFAULTS, PRESETS, BenchOptions, build_entry
+from seq2seq.cli.options import (
+    MAX_COUNT,
+    OneLineParser,
+    check_output_files,
+    count,
+    device_or_auto,
+    threads,
+    whole,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n")[0])
     add = parser.add_argument
     add("--quick", action="store_true", help="tiny: 2 presets, few steps, 100 sentences")
     add("--presets", nargs="+", choices=PRESETS, help=f"default: all of {', '.join(PRESETS)}")
-    add("--threads", type=int, help="torch threads (default: torch's, all cores)")
-    add("--steps", type=int, help=f"updates per measurement (default {FULL_DEFAULTS['steps']})")
+    add("--threads", type=threads, help="torch threads (default: torch's, all cores)")
+    add("--steps", type=count, help=f"updates per measurement (default {FULL_DEFAULTS['steps']})")
     add(
         "--reps",
-        type=int,
+        type=count,
         help=f"measurements per preset, median reported (default {FULL_DEFAULTS['reps']})",
     )
-    add("--warmup", type=int, help=f"untimed updates first (default {FULL_DEFAULTS['warmup']})")
-    add("--max-tokens", type=int, help="override data.max_tokens (default: the preset's)")
+    add(
+        "--warmup",
+        type=whole(0, MAX_COUNT),
+        help=f"untimed updates first (default {FULL_DEFAULTS['warmup']})",
+    )
+    add("--max-tokens", type=count, help="override data.max_tokens (default: the preset's)")
     add("--compile", action="store_true", help="also each preset with trainer.compile=true")
     add("--checkpoint", type=Path, action="append", help="decode with it (repeatable)")
     add("--skip-training", action="store_true", help="only the ceiling, decoding, quality")
-    add("--sentences", type=int, help="test sentences to decode (default: all 1000)")
+    add("--sentences", type=count, help="test sentences to decode (default: all 1000)")
     add("--run-dir", type=Path, help="a default_cpu run folder, for time to quality")
-    add("--device", default="cpu", help="cpu | cuda | auto")
+    add("--device", type=device_or_auto, default="cpu", help="cpu | cuda | auto")
     add("--out", type=Path, default=Path("BENCHMARKS.md"), help="the file to append to")
     add("--profile-out", type=Path, default=Path("benchmarks/profile_default_cpu.txt"))
     add("--dropout", action="store_true", help="also default_cpu's update time per dropout site")
@@ -46,12 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = vars(build_parser().parse_args(argv))
+    parser = build_parser()
+    args = vars(parser.parse_args(argv))
     out = args.pop("out")
+    check_output_files(parser, ("--out", out))  # before the measurements
     args["checkpoints"] = args.pop("checkpoint") or []
     lines = build_entry(BenchOptions(**args))
-    append_entry(out, lines)
-    print("\n".join(lines))
+    if save_entry(out, lines, "bench.py"):
+        return 2
     print(f"\nappended to {out}")
     return 0
 

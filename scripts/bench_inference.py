@@ -26,22 +26,24 @@ from seq2seq.bench.engines import (
     measure_model,
     test_set,
 )
-from seq2seq.bench.entry import append_entry
+from seq2seq.bench.entry import save_entry
+from seq2seq.cli.options import OneLineParser, check_output_files, count, threads
 from seq2seq.export import ExportError
 from seq2seq.export.ctranslate2 import export_ctranslate2
+from seq2seq.output_folders import OutputPlaceError
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n")[0])
     add = parser.add_argument
     add("--model", action="append", required=True, metavar="NAME=CHECKPOINT",
         help="a checkpoint to measure, under a short name (repeat for several)")  # fmt: skip
     add("--baseline", metavar="REV", help="also measure the project's search at this commit")
-    add("--threads", type=int, nargs="+", default=[1, 2], help="thread counts (default 1 2)")
-    add("--sentences", type=int, default=1000, help="test sentences per model (default 1000)")
-    add("--reps", type=int, default=3, help="passes per measurement; the median is reported")
+    add("--threads", type=threads, nargs="+", default=[1, 2], help="thread counts (default 1 2)")
+    add("--sentences", type=count, default=1000, help="test sentences per model (default 1000)")
+    add("--reps", type=count, default=3, help="passes per measurement; the median is reported")
     add("--data-root", type=Path, default=ROOT / "data", help="where the prepared data lives")
     add("--out", type=Path, default=ROOT / "BENCHMARKS.md", help="the file to add the entry to")
     return parser
@@ -62,7 +64,7 @@ def exported(checkpoint: Path, folder: Path) -> Path | None:
     model cannot be exported or the extra is missing."""
     try:
         return export_ctranslate2(checkpoint, folder, "float32", force=True)
-    except ExportError as error:
+    except (ExportError, OutputPlaceError) as error:  # an older folder there: not replaced
         print(f"{checkpoint}: no CTranslate2 rows: {error}", file=sys.stderr)
         return None
 
@@ -78,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     models = parsed_models(parser, args.model)
+    check_output_files(parser, ("--out", args.out))  # before the measurements
     if args.sentences < 1 or args.reps < 1 or min(args.threads) < 1:
         parser.error("--sentences, --reps and --threads must be at least 1")
     with tempfile.TemporaryDirectory(prefix="bench-inference-") as folder:
@@ -98,9 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
                                 str(baseline[1])], check=False, capture_output=True)  # fmt: skip
     entry = build_entry(models, rows, found_ceilings, args.sentences, args.reps, args.baseline)
-    append_entry(args.out, entry)
-    print("\n".join(entry))
-    return 0
+    return save_entry(args.out, entry, "bench_inference.py")
 
 
 if __name__ == "__main__":

@@ -14,25 +14,44 @@ import datetime
 import sys
 from pathlib import Path
 
-from seq2seq.bench.entry import append_entry
+from seq2seq.bench.entry import save_entry
 from seq2seq.bench.peer.benchmark_entry import build_entry
 from seq2seq.bench.peer.processes import PeerOptions, check_options
 from seq2seq.bench.peer.shared_settings import SHAPES
+from seq2seq.cli.options import (
+    MAX_COUNT,
+    OneLineParser,
+    check_output_files,
+    count,
+    number,
+    threads,
+    whole,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n")[0])
     add = parser.add_argument
     add("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
-    add("--minutes", type=float, default=4.0, help="training time per framework and shape")
-    add("--threads", type=int, default=2, help="torch threads on both sides")
-    add("--sentences", type=int, default=1000, help="test sentences to decode (default all)")
-    add("--log-every", type=int, default=10, help="updates per logged throughput interval")
-    add("--warmup-updates", type=int, default=20, help="intervals ending here are left out")
-    add("--decode-reps", type=int, default=3, help="decoding passes, the median is reported")
-    add("--matmul-reps", type=int, default=10)
+    add(
+        "--minutes",
+        type=number(0, 24 * 60, low_open=True),
+        default=4.0,
+        help="training time per framework and shape",
+    )
+    add("--threads", type=threads, default=2, help="torch threads on both sides")
+    add("--sentences", type=count, default=1000, help="test sentences to decode (default all)")
+    add("--log-every", type=count, default=10, help="updates per logged throughput interval")
+    add(
+        "--warmup-updates",
+        type=whole(0, MAX_COUNT),
+        default=20,
+        help="intervals ending here are left out",
+    )
+    add("--decode-reps", type=count, default=3, help="decoding passes, the median is reported")
+    add("--matmul-reps", type=count, default=10)
     add("--peer-venv", type=Path, default=Path(".peer/joeynmt"))
     add("--work-dir", type=Path, help="default: bench/peer/<date_time>")
     add("--out", type=Path, default=Path("BENCHMARKS.md"), help="the file to append to")
@@ -46,10 +65,12 @@ def options_from(args: argparse.Namespace) -> PeerOptions:
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = options_from(build_parser().parse_args(argv))
+    parser = build_parser()
+    options = options_from(parser.parse_args(argv))
+    check_output_files(parser, ("--out", options.out))  # before the measurements
     lines = build_entry(options)
-    append_entry(options.out, lines)  # the same file format as `make bench`
-    print("\n".join(lines))
+    if save_entry(options.out, lines, "bench_peer.py"):  # the same file format as `make bench`
+        return 2
     print(f"\nappended to {options.out}; runs, logs and checkpoints in {options.work_dir}")
     return 0
 

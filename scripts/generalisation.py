@@ -8,20 +8,20 @@ then each checkpoint's probe translations.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from seq2seq.bench.entry import shown_path
 from seq2seq.bench.generalisation import RARE_COUNT, measure
+from seq2seq.cli.options import OneLineParser, whole
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n")[0])
     parser.add_argument("checkpoints", type=Path, nargs="+")
     parser.add_argument("--data-root", type=Path, default=ROOT / "data")
-    parser.add_argument("--rare-count", type=int, default=RARE_COUNT,
+    parser.add_argument("--rare-count", type=whole(0, 10**9), default=RARE_COUNT,
                         help="a word seen at most this often in training is rare")  # fmt: skip
     args = parser.parse_args(argv)
     found = {path: measure(path, args.data_root, args.rare_count) for path in args.checkpoints}

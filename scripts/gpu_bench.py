@@ -15,9 +15,10 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.bench.entry import append_entry
+from seq2seq.bench.entry import save_entry
 from seq2seq.bench.gpu import PRESETS, entry_lines, gpu_facts, known_peak, measure_all
 from seq2seq.bench.speed import PRESETS as ALL_PRESETS
+from seq2seq.cli.options import check_output_files
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,15 +33,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_output_files(parser, ("--out", args.out))  # before the measurements
     if not torch.cuda.is_available():
         print("gpu_bench: no CUDA device (torch.cuda.is_available() is False)", file=sys.stderr)
         return 2
     gpu = gpu_facts()
     peak = ("--peak-tflops", args.peak_tflops) if args.peak_tflops else known_peak(gpu["name"])
     lines = entry_lines(gpu, measure_all(args.presets, args.max_tokens, args.overrides), peak)
-    append_entry(args.out, lines)
-    print("\n".join(lines))
+    if save_entry(args.out, lines, "gpu_bench"):
+        return 2
     print(f"\nappended to {args.out}")
     return 0
 

@@ -18,34 +18,49 @@ import os
 import sys
 from pathlib import Path
 
+from seq2seq.cli.options import OneLineParser, number, threads, whole
+from seq2seq.decoding import MAX_BEAM
 from seq2seq.serve.load import LoadError, load_test, markdown_table
 from seq2seq.serve.process import ServerError, get_json, running_server
+from seq2seq.text_encoding import TextEncodingError, decoded_text
 from seq2seq.visualise.probes import probes_for
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n")[0])
     add = parser.add_argument
     add("checkpoint", nargs="?", type=Path, help="serve this checkpoint (or export folder)")
     add("--url", help="load-test a server already running on loopback instead")
     add("--engine", choices=["pytorch", "ctranslate2"], default="pytorch")
-    add("--threads", type=int, help="the server's model threads (default: all cores)")
+    add("--threads", type=threads, help="the server's model threads (default: all cores)")
     add("--serve-option", action="append", default=[], metavar="OPTION",
         help="pass an option to seq2seq-serve, e.g. --serve-option=--max-batch=32")  # fmt: skip
     add("-i", "--input", type=Path, help="sentences, one a line (default: the probe sentences)")
-    add("--concurrency", type=int, nargs="+", default=[1, 8, 32])
-    add("--requests", type=int, default=200, help="requests per level at most (default 200)")
-    add("--seconds", type=float, default=60.0, help="seconds per level at most (default 60)")
-    add("--beam-size", type=int, help="each request's beam (default: the server's)")
+    add("--concurrency", type=whole(1, 4096), nargs="+", default=[1, 8, 32])
+    add(
+        "--requests",
+        type=whole(1, 10**7),
+        default=200,
+        help="requests per level at most (default 200)",
+    )
+    add(
+        "--seconds",
+        type=number(0, 24 * 3600, low_open=True),
+        default=60.0,
+        help="seconds per level at most (default 60)",
+    )
+    add("--beam-size", type=whole(1, MAX_BEAM), help="each request's beam (default: the server's)")
     return parser
 
 
 def sentences_for(url: str, path: Path | None) -> list[str]:
     """The lines of `path`, or the probe sentences of the served model's pair."""
     if path is not None:
-        return [
-            line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
-        ]
+        try:  # a UTF-16 file (Notepad's "Unicode") is named, not sent as NUL-laden text
+            text = decoded_text(path.read_bytes(), str(path))
+        except (TextEncodingError, UnicodeDecodeError) as error:
+            raise LoadError(f"--input: {error}") from error
+        return [line.strip() for line in text.splitlines() if line.strip()]
     model = get_json(url + "/models")["models"][0]
     probes = probes_for(model["src_lang"], model["tgt_lang"])
     if not probes:

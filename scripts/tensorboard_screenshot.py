@@ -13,6 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from seq2seq.cli.options import check_output_files
 from seq2seq.visualise.screenshot import screenshot_run
 
 
@@ -29,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_output_files(parser, ("--out", args.out))  # before Chromium starts
     if not Path(args.chromium).is_file():
         raise SystemExit(f"no Chromium at {args.chromium}: apt-get install chromium")
     if not args.run.is_dir():

@@ -15,6 +15,11 @@ from seq2seq.models.model import Seq2Seq
 from seq2seq.search import Hypothesis, beam_search, greedy_search
 from seq2seq.special_tokens import EOS_ID, PAD_ID
 
+# The largest counts a search accepts: far above any useful beam or batch, low enough that
+# one step's scores (beam × vocabulary per sentence) cannot exhaust the memory at once.
+MAX_BEAM = 1024
+MAX_BATCH = 65536
+
 
 class SearchSettingsError(ValueError):
     """A search setting out of range; `field` names it, `problem` says what is wrong."""
@@ -52,8 +57,8 @@ class SearchSettings:
     )
 
     def __post_init__(self) -> None:
-        for name in ("beam_size", "batch_size", "n_best"):
-            _check_count(name, getattr(self, name))
+        for name, most in (("beam_size", MAX_BEAM), ("batch_size", MAX_BATCH), ("n_best", None)):
+            _check_count(name, getattr(self, name), most)
         if self.n_best > self.beam_size:
             raise SearchSettingsError(
                 "n_best", f"must not exceed beam_size ({self.beam_size}), got {self.n_best}"
@@ -70,9 +75,11 @@ class SearchSettings:
             )
 
 
-def _check_count(name: str, value: object) -> None:
+def _check_count(name: str, value: object, most: int | None) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SearchSettingsError(name, f"must be an integer of at least 1, got {value!r}")
+    if most is not None and value > most:
+        raise SearchSettingsError(name, f"must be at most {most:,}, got {value!r}")
 
 
 def _check_finite(name: str, value: object, minimum: float | None) -> None:

@@ -54,7 +54,16 @@ def temporary_beside(target: Path, **naming) -> Iterator[Path]:
     try:
         yield path
     finally:
+        _remove_quietly(path)
+
+
+def _remove_quietly(path: Path) -> None:
+    """Remove a temporary on the way out, never raising: an error here (the folder made
+    read-only meanwhile) would hide the error that is leaving, so it is only logged."""
+    try:
         path.unlink(missing_ok=True)
+    except OSError as error:
+        log.warning("cannot remove the temporary %s (%s)", path, error.strerror or error)
 
 
 def replace(temporary: Path, target: Path, *, previous: Path | None = None) -> None:

@@ -32,10 +32,12 @@ another plugin's) is one PluginError naming the spec; what it registered is remo
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib
 import importlib.util
-import pkgutil
+import logging
+import os
 import re
 import sys
 import traceback
@@ -46,7 +48,9 @@ from types import ModuleType
 from typing import Any
 
 from seq2seq import registry
+from seq2seq.folder_walk import MAX_DEPTH, walk_folders
 
+log = logging.getLogger(__name__)
 DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _imported: dict[str, Plugin] = {}  # by spec as given: what `import_plugins` has done
 
@@ -121,17 +125,19 @@ def unload(plugin: Plugin) -> None:
 
 def _import_one(spec: str, base: Path) -> Plugin:
     """Import one spec inside `registry.plugin_import`; on any failure, remove what it
-    registered and the modules it added, and raise one PluginError."""
-    before = set(sys.modules)
+    registered and the modules it added, and raise one PluginError. The roll-back never
+    raises: it meets the very input that made the import fail (a link loop, a folder that
+    vanished), so it resolves nothing that can fail and only compares strings."""
+    before, path_before = set(sys.modules), list(sys.path)
     with registry.plugin_import(spec):
         try:
             plugin = _located(spec, base)
-        except PluginError:
-            _roll_back(spec, base, before)
-            raise
         except Exception as error:  # the plugin's own code may raise anything
+            failure = error if isinstance(error, PluginError) else None
+            failure = failure or PluginError(f"plugin {spec!r}: {_failure(error)}")
             _roll_back(spec, base, before)
-            raise PluginError(f"plugin {spec!r}: {_failure(error)}") from error
+            _forget_path_entries(path_before)
+            raise failure from error
     _imported[spec] = plugin
     return plugin
 
@@ -139,22 +145,40 @@ def _import_one(spec: str, base: Path) -> Plugin:
 def _roll_back(spec: str, base: Path, before: set[str]) -> None:
     """Unregister what a failed import registered and forget the modules of its own that
     it imported (so that a later import runs them again); other new modules stay, as after
-    any failed import."""
+    any failed import. Total: it raises nothing on any spec or module."""
     registry.unregister_plugin(spec)
+    root = _plugin_root(spec, base)
     for name in set(sys.modules) - before:
-        if _is_own(spec, base, name, sys.modules[name]):
-            del sys.modules[name]
+        if _is_own(spec, root, name, sys.modules.get(name)):
+            sys.modules.pop(name, None)
 
 
-def _is_own(spec: str, base: Path, name: str, module: ModuleType) -> bool:
-    """Whether module `name` is the plugin's: below the dotted name, or from a file within
-    the plugin's folder (a file's own folder, for a `.py` spec)."""
+def _forget_path_entries(path_before: list[str]) -> None:
+    """Take the folders a failed import added off `sys.path` (and the import system's cache
+    of them): one that vanished or became a link loop would break every later import."""
+    for entry in [entry for entry in sys.path if entry not in path_before]:
+        sys.path.remove(entry)
+        sys.path_importer_cache.pop(entry, None)
+
+
+def _plugin_root(spec: str, base: Path) -> str | None:
+    """The real folder a path spec's modules come from (a file's own folder), found without
+    raising (`os.path.realpath` leaves a link loop unresolved); None for a dotted name."""
     if not spec.endswith(".py") and DOTTED_NAME.fullmatch(spec):
+        return None
+    root = os.path.realpath(os.path.join(base, os.path.expanduser(spec)))
+    return os.path.dirname(root) if root.endswith(".py") else root
+
+
+def _is_own(spec: str, root: str | None, name: str, module: ModuleType | None) -> bool:
+    """Whether module `name` is the plugin's: below the dotted name, or from a file within
+    the plugin's folder `root` (`_plugin_root`)."""
+    if root is None:
         return name == spec or name.startswith(f"{spec}.")
-    root = (base / Path(spec).expanduser()).resolve()
-    root = root.parent if root.suffix == ".py" else root
     origin = getattr(module, "__file__", None)
-    return origin is not None and Path(origin).resolve().is_relative_to(root)
+    if not isinstance(origin, str):
+        return False
+    return os.path.realpath(origin).startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _failure(error: Exception) -> str:
@@ -175,7 +199,7 @@ def _located(spec: str, base: Path) -> Plugin:
     """Import `spec` as a dotted name or as a path (module docstring)."""
     if not spec.endswith(".py") and DOTTED_NAME.fullmatch(spec):
         return _import_dotted(spec, base)
-    path = (base / Path(spec).expanduser()).resolve()
+    path = _real_path(spec, base)
     if path.is_file() and path.suffix == ".py":
         return _import_file(spec, path)
     if path.is_dir() and (path / "__init__.py").is_file():
@@ -183,6 +207,22 @@ def _located(spec: str, base: Path) -> Plugin:
     if path.is_dir():
         return _import_folder(spec, path)
     raise PluginError(f"plugin {spec!r}: {path} is not a .py file or a folder")
+
+
+def _real_path(spec: str, base: Path) -> Path:
+    """The file or folder a path spec names, links resolved; PluginError for a link that
+    loops, or one that cannot be followed (`Path.resolve` raises RuntimeError on a loop)."""
+    given = os.path.join(base, os.path.expanduser(spec))
+    try:
+        os.stat(given)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise PluginError(f"plugin {spec!r}: {given} is a symbolic link loop") from None
+        if not isinstance(error, FileNotFoundError):
+            raise PluginError(
+                f"plugin {spec!r}: {given} cannot be read ({error.strerror or error})"
+            ) from None
+    return Path(os.path.realpath(given))
 
 
 def _import_dotted(spec: str, base: Path) -> Plugin:
@@ -219,7 +259,7 @@ def _import_package(spec: str, path: Path) -> Plugin:
 
 
 def _import_folder(spec: str, path: Path) -> Plugin:
-    files = sorted(path.glob("*.py"))
+    files = _regular_files(path, "*.py")
     if not files:
         raise PluginError(f"plugin {spec!r}: the folder {path} has no .py files")
     _add_to_path(path)
@@ -285,12 +325,40 @@ def _add_to_path(folder: Path) -> None:
 
 
 def _submodules(module: ModuleType) -> list[str]:
-    """Import every module below a package; their names (none for a plain module)."""
-    names = []
-    for info in pkgutil.walk_packages(getattr(module, "__path__", []), f"{module.__name__}."):
-        importlib.import_module(info.name)
-        names.append(info.name)
+    """Import every module below a package; their names (none for a plain module). The
+    package's folder is walked once (`walk_folders`: each real folder once, links kept
+    inside it), so a link back into the package imports nothing twice and ends."""
+    paths = list(getattr(module, "__path__", []))
+    names = _package_modules(module.__name__, Path(paths[0])) if paths else []
+    for name in names:
+        importlib.import_module(name)
     return names
+
+
+def _package_modules(package: str, root: Path) -> list[str]:
+    """The names of the modules below the package `package` in `root`, sorted: the `.py`
+    files of the folders reached through `__init__.py`s (the package's own left out)."""
+    walk = walk_folders(root)
+    if walk.skipped:
+        log.warning("plugin package %s: %s", package, walk.summary())
+    packages = {Path(".")} | {
+        folder.relative_to(root) for folder in walk.folders if (folder / "__init__.py").is_file()
+    }
+    names = set()
+    for file in walk.files:
+        inside = file.relative_to(root)
+        if file.suffix != ".py" or not _is_package_path(inside.parent, packages):
+            continue
+        parts = inside.with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if parts and all(part.isidentifier() for part in parts):
+            names.add(".".join((package, *parts)))
+    return sorted(names)
+
+
+def _is_package_path(folder: Path, packages: set[Path]) -> bool:
+    """Whether `folder` and every folder above it (within the package) is a package."""
+    return all(parent in packages for parent in (folder, *folder.parents))
 
 
 # ---------------------------------------------------------------- source hashes
@@ -312,7 +380,19 @@ def module_files(module: ModuleType) -> dict[str, Path]:
     root = _module_root(module)
     if root.is_file():
         return {root.name: root}
-    return {file.relative_to(root).as_posix(): file for file in sorted(root.rglob("*.py"))}
+    return {
+        file.relative_to(root).as_posix(): file
+        for file in _regular_files(root, "*.py", deep=True, follow_links=False)
+    }  # as recorded since plugins began: links to folders are not hashed
+
+
+def _regular_files(
+    folder: Path, pattern: str, *, deep: bool = False, follow_links: bool = True
+) -> list[Path]:
+    """The regular files matching `pattern` in `folder` (and below it with `deep`: each
+    real folder once, links kept inside it, `walk_folders`), sorted by path."""
+    walk = walk_folders(folder, follow_links=follow_links, max_depth=MAX_DEPTH if deep else 0)
+    return sorted(file for file in walk.files if file.match(pattern))
 
 
 def source_hash(files: dict[str, Path]) -> str:

@@ -22,6 +22,7 @@ nodes into the config at start-up, so the run's checkpoints store every option.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -42,6 +43,9 @@ MAX_SEED = 2**32 - 1  # numpy's seeds are 32-bit
 # Every layer is a Python module, so depth costs time and memory before any weight does.
 MAX_LAYERS = 1024
 MAX_ALIGNMENT_SHIFT = 2  # alignment.shift: a Bahdanau-style decoder reads piece t at step t + 2
+# torch threads accepted per core of this machine: more only oversubscribes the cores, and
+# a count far above them (`torch.set_num_threads(100000)`) ends the process in a segfault.
+THREADS_PER_CORE = 4
 
 
 def is_number(value: Any) -> bool:
@@ -57,6 +61,25 @@ def at_least(minimum: int) -> Rule:
         return None
 
     return rule
+
+
+def thread_limit() -> int:
+    """The most torch threads a command or a training accepts on this machine."""
+    return THREADS_PER_CORE * (os.cpu_count() or 1)
+
+
+def threads_problem(value: Any, *, all_cores: bool) -> str | None:
+    """What is wrong with a thread count on this machine ("must be ..."), or None; with
+    `all_cores`, 0 is accepted and means torch's default, every core."""
+    lowest, limit = (0 if all_cores else 1), thread_limit()
+    if isinstance(value, int) and not isinstance(value, bool) and lowest <= value <= limit:
+        return None
+    zero = " (all cores)" if all_cores else ""
+    cores = os.cpu_count() or 1
+    return (
+        f"must be an integer from {lowest}{zero} to {limit} "
+        f"({THREADS_PER_CORE} per core of this machine's {cores})"
+    )
 
 
 def whole_between(minimum: int, maximum: int) -> Rule:
@@ -388,3 +411,14 @@ def check_settings(cfg: DictConfig | Mapping[str, Any]) -> None:
     check_positions(config)
     check_guidance(config)
     check_reinforce(config)
+
+
+def check_machine(cfg: DictConfig | Mapping[str, Any]) -> None:
+    """The settings that depend on the machine a training starts on, checked at start-up
+    only (a checkpoint made on a larger machine stays readable): `trainer.threads` at most
+    `thread_limit()`. ConfigError naming the key."""
+    trainer = plain(cfg).get("trainer")
+    if isinstance(trainer, Mapping) and "threads" in trainer:
+        problem = threads_problem(trainer["threads"], all_cores=True)
+        if problem is not None:
+            raise ConfigError(f"trainer.threads {problem}, got {trainer['threads']!r}")

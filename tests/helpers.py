@@ -210,3 +210,24 @@ def lab_quick_fixture(experiment):
         return lab_quick(experiment)
 
     return quick
+
+
+def compare_settings(*overrides: str):
+    """The settings `seq2seq-compare OVERRIDES` runs with (its arguments made lists first),
+    composed as in its own process: without the training schemas other tests stored in the
+    ConfigStore, with which Hydra would read `attention=` as a choice of their group."""
+    from hydra.core.config_store import ConfigStore
+
+    from seq2seq.cli.compare import as_lists
+
+    repo = ConfigStore.instance().repo
+    stored = dict(repo)
+    for group in set(repo) & {"attention", "encoder", "decoder", "score", "region"}:
+        del repo[group]
+    try:
+        with initialize_config_module("seq2seq.configs.compare", version_base="1.3"):
+            cfg = compose("compare", overrides=as_lists(list(overrides)))
+    finally:
+        repo.clear()
+        repo.update(stored)
+    return OmegaConf.to_object(cfg)

@@ -296,9 +296,9 @@ def test_the_command_scores_a_gold_part_and_writes_its_links(data_dir, capsys, t
             "--out writes one part and one symmetrisation",
         ),
         (["--part", "valid", "test", "--out", "x.align"], "--out writes one part"),
-        (["--max-train", "0"], "--max-train must be at least 1"),
+        (["--max-train", "0"], "argument --max-train: must be an integer from 1"),
         (["--model", "5"], "argument --model: invalid choice"),
-        (["--samplers", "0"], "samplers must be an integer >= 1"),
+        (["--samplers", "0"], "argument --samplers: must be an integer from 1"),
         (["--symmetrise", "grow"], "argument --symmetrise: invalid choice"),
     ],
 )

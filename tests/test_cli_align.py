@@ -155,8 +155,8 @@ def test_errors_with_a_checkpoint_are_one_line(toy_run, capsys, tmp_path):
         (["--tgt", files["tgt"], "--layer", "5"], ["layer 5", "1 attention layer"]),
         (["--tgt", files["tgt"], "--head", "3"], ["head 3", "1 head"]),
         (["--tgt", files["tgt"], "--gold", short], [f"--gold {short} has 1 lines"]),
-        (["--tgt", files["tgt"], "--device", "tpu"], ["--device 'tpu'"]),
-        (["--tgt", files["tgt"], "-o", tmp_path / "no" / "x.align"], ["cannot write", "x.align"]),
+        (["--tgt", files["tgt"], "--device", "tpu"], ["--device: 'tpu'"]),
+        (["--tgt", files["tgt"], "-o", short / "x.align"], ["--output", "x.align", "not a folder"]),
     ]
     for extra, expected in cases:
         code, out, err = run_main(align.main, capsys, *base, *extra)

@@ -9,16 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import compare_settings as settings
 from helpers import single_thread_env
 from hydra import compose, initialize_config_module
-from hydra.core.config_store import ConfigStore
-from omegaconf import OmegaConf
 from sweep_fixtures import fake_run, read_csv, results, seeded_sweep, significance_sweep, table_rows
 
 from seq2seq.cli.compare import as_lists
 from seq2seq.configs import preset_names
 from seq2seq.runs import comparison
-from seq2seq.runs.comparison import CompareConfig, check, run_comparison
+from seq2seq.runs.comparison import check, run_comparison
 from seq2seq.runs.launch import Sweep, train_command
 from seq2seq.runs.report import ReportSettings, write_report
 
@@ -26,23 +25,6 @@ REPO = Path(__file__).resolve().parent.parent
 TOY = ["data=toy_copy", "data.toy_train_size=200", "data.toy_valid_size=20",
        "data.toy_test_size=20", "trainer.max_steps=2", "trainer.valid_every=2",
        "schedule.warmup_steps=1"]  # fmt: skip
-
-
-def settings(*overrides: str) -> CompareConfig:
-    """The settings `seq2seq-compare OVERRIDES` runs with (its arguments made lists first),
-    composed as in its own process: without the training schemas other tests stored in the
-    ConfigStore, with which Hydra would read `attention=` as a choice of their group."""
-    repo = ConfigStore.instance().repo
-    stored = dict(repo)
-    for group in set(repo) & {"attention", "encoder", "decoder", "score", "region"}:
-        del repo[group]
-    try:
-        with initialize_config_module("seq2seq.configs.compare", version_base="1.3"):
-            cfg = compose("compare", overrides=as_lists(list(overrides)))
-    finally:
-        repo.clear()
-        repo.update(stored)
-    return OmegaConf.to_object(cfg)
 
 
 # ---------------------------------------------------------------- the settings
@@ -97,9 +79,7 @@ def test_the_training_command_names_runs_by_what_differs():
     assert not any(item.startswith("hydra/launcher") for item in arguments)
     (names,) = [item for item in arguments if "override_dirname.exclude_keys" in item]
     excluded = names.split("=", 1)[1].strip("[]").split(",")
-    assert {"trainer.max_steps", "data", "trainer.threads", "logging.progress_bar"} <= set(
-        excluded
-    )
+    assert {"trainer.max_steps", "data", "trainer.threads", "logging.progress_bar"} <= set(excluded)
     assert not {"attention", "experiment", "trainer.seed"} & set(excluded)
     assert arguments[-1] == "hydra.sweep.dir=cmp/attention"
 
@@ -180,7 +160,9 @@ def test_the_aligner_stage_is_skipped_for_a_toy_task_and_reads_a_corpus_s_langua
     run_comparison(found, "seq2seq-compare")
     (command,) = commands
     assert command[command.index("--data-dir") + 1] == str(tmp_path / "prepared/tatoeba_zh_en")
-    assert command[command.index("--src") + 1] == "zh" and command[command.index("--tgt") + 1] == "en"
+    assert (
+        command[command.index("--src") + 1] == "zh" and command[command.index("--tgt") + 1] == "en"
+    )
     assert command[-1] == str(tmp_path / "cmp" / "aligner_eflomal.json")
     methods = command[command.index("--symmetrise") + 1 : command.index("--json")]
     assert methods == ["forward", "reverse", "intersection", "union", "grow-diag-final-and"]

@@ -100,7 +100,7 @@ def test_bad_numbers_are_refused(capsys):
         with pytest.raises(SystemExit) as stopped:
             lab_cli.main(argv)
         assert stopped.value.code == 2
-    assert "--max-steps must be at least 1" in capsys.readouterr().err
+    assert "argument --max-steps: must be an integer from 1" in capsys.readouterr().err
 
 
 def test_runs_are_named_by_every_override_and_the_smoke_cap_comes_last(tmp_path):

@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import TOY_TRANSFORMER, compose_config, run_main
+from helpers import run_main
+from serve_fixtures import toy_checkpoint
 
 pytest.importorskip("fastapi", reason="fastapi is not installed (pip install '.[serve]')")
 pytest.importorskip("httpx", reason="httpx (FastAPI's TestClient) is not installed (the dev extra)")
@@ -30,7 +31,6 @@ from seq2seq.build import count_parameters  # noqa: E402
 from seq2seq.cli import translate  # noqa: E402
 from seq2seq.decoding import SearchSettings  # noqa: E402
 from seq2seq.inference import Translator  # noqa: E402
-from seq2seq.runs.assemble import train_and_test  # noqa: E402
 from seq2seq.serve.app import create_app  # noqa: E402
 from seq2seq.serve.engine import TorchEngine  # noqa: E402
 from seq2seq.serve.limits import Limits, LimitsError  # noqa: E402
@@ -41,9 +41,7 @@ LINES = ["a b c d e", "j i h", "", "c c a b"]
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("serve")
-    train_and_test(compose_config(TOY_TRANSFORMER + [f"data.root={root / 'data'}"]), root / "run")
-    return root / "run" / "checkpoints" / "best.pt"
+    return toy_checkpoint(tmp_path_factory.mktemp("serve"))
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +56,10 @@ def engine(translator, checkpoint) -> TorchEngine:
 
 @contextmanager
 def serving(engine, **limits):
-    """A TestClient of the service, its worker running (the lifespan) inside."""
-    with testclient.TestClient(create_app(engine, Limits(**limits))) as client:
+    """A TestClient of the service, its worker running (the lifespan) inside; its requests
+    name 127.0.0.1 as their Host, one of the names the service answers to."""
+    app = create_app(engine, Limits(**limits))
+    with testclient.TestClient(app, base_url="http://127.0.0.1") as client:
         yield client
 
 
@@ -164,6 +164,7 @@ def test_health_and_models(engine, translator):
     with serving(engine, max_chars=40) as client:
         health, models = client.get("/health").json(), client.get("/models").json()
     assert health["status"] == "ok" and health["queued"] == 0 and health["peak_rss_mib"] > 10
+    assert (health["sentences_translated"], health["sentences_dropped"]) == (0, 0)
     assert health["limits"]["max_chars"] == 40
     (model,) = models["models"]
     assert (model["name"], model["engine"], model["src_lang"]) == ("best.pt", "pytorch", "zh")
@@ -182,6 +183,7 @@ def test_the_page_is_the_viewer_and_self_contained(engine):
     assert 'id="translate-form"' in page and 'id="heatmap"' in page
     assert not re.search(r"""(src|href|action)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
     assert not re.search(r"""(fetch|import)\(\s*["']https?:""", page)
+    assert 'headers: { "Content-Type": "application/json" }' in page  # what the service reads
     data = re.search(
         r'<script type="application/json" id="attention-data">(.*?)</script>', page, re.S
     )
@@ -309,7 +311,8 @@ def test_a_bad_request_is_a_4xx_with_a_message(engine, body, status, message):
 def test_a_body_over_the_limits_is_a_413_before_it_is_read(engine):
     limits = Limits(**LIMITS)
     with serving(engine, **LIMITS) as client:
-        huge = client.post("/translate", content=b"[" + b" " * limits.max_body_bytes + b"]")
+        huge = client.post("/translate", content=b"[" + b" " * limits.max_body_bytes + b"]",
+                           headers={"Content-Type": "application/json"})  # fmt: skip
         wrong_path = client.get("/translations")
         wrong_method = client.get("/translate")
     assert huge.status_code == 413 and "at most" in huge.json()["error"]

@@ -1,6 +1,7 @@
 """`seq2seq-serve`'s command line (`seq2seq.cli.serve`): every problem found before the
-model loads is one line and exit code 2: a limit out of range, a port in use, a missing
-checkpoint, and the `serve` extra not installed (it names the pip command)."""
+model loads is one line and exit code 2: a limit out of range, an `--allowed-host` that is
+no host name, a port in use, a missing checkpoint, and the `serve` extra not installed (it
+names the pip command). The help says what the service protects and what it does not."""
 
 from __future__ import annotations
 
@@ -25,14 +26,27 @@ def one_error_line(err: str) -> str:
      (["--max-wait-ms", "5000"], "--max-wait-ms must be a number from 0 to 1000"),
      (["--beam-size", "0"], "--beam-size must be an integer of at least 1"),
      (["--beam-size", "8", "--max-beam", "6"], "--beam-size 8 is over --max-beam 6"),
-     (["--port", "70000"], "--port 70000: give a port from 1 to 65535"),
-     (["--threads", "0"], "--threads 0: give at least 1"),
-     (["--engine", "ctranslate2", "--plugins", "x.py"], "--plugins needs --engine pytorch")],
+     (["--port", "70000"], "argument --port: must be an integer from 1 to 65,535"),
+     (["--threads", "0"], "argument --threads: must be an integer from 1"),
+     (["--engine", "ctranslate2", "--plugins", "x.py"], "--plugins needs --engine pytorch"),
+     (["--read-timeout-s", "0"], "--read-timeout-s must be a number from 0.01 to 600, got 0.0"),
+     (["--allowed-host", "http://evil.example/"],
+      "'http://evil.example/' is not a host name or an IP address"),
+     (["--allowed-host", "example.org:8080"], "give it without a port: every port is accepted")],
 )  # fmt: skip
 def test_bad_options_are_one_line_before_loading(capsys, tmp_path, argv, message):
     code, out, err = run_main(serve.main, capsys, tmp_path / "missing.pt", *argv)
     assert code == 2 and out == ""
     assert message in one_error_line(err)
+
+
+def test_the_help_says_what_is_and_is_not_protected(capsys):
+    with pytest.raises(SystemExit):
+        serve.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for words in ("--allowed-host NAME", "Host header", "application/json", "no TLS",
+                  "no authentication", "reverse proxy", "--read-timeout-s"):  # fmt: skip
+        assert words in text
 
 
 def test_a_port_in_use_is_one_line(capsys, tmp_path):

@@ -247,12 +247,13 @@ def assert_one_line_error(result: tuple[int, str, str], *words: str) -> None:
 
 
 def test_bad_uses_are_one_line_errors(transformer, tmp_path, capsys):
-    missing = tmp_path / "absent" / "page.html"
-    assert_one_line_error(run_cli(capsys, transformer, "a", "--html", str(missing)), "does not exist")  # fmt: skip
+    (tmp_path / "a-file").write_text("kept\n")
+    missing = tmp_path / "a-file" / "page.html"  # a folder that cannot be made
+    assert_one_line_error(run_cli(capsys, transformer, "a", "--html", str(missing)), "not a folder")  # fmt: skip
     assert_one_line_error(run_cli(capsys, transformer, "a", "--html", str(tmp_path)), "folder")
     assert_one_line_error(run_cli(capsys, transformer, "--probes", "-i", "x.txt"), "--probes")
     assert_one_line_error(run_cli(capsys, transformer, "", "--html", str(tmp_path / "p.html")), "empty")  # fmt: skip
-    assert not missing.parent.exists()
+    assert (tmp_path / "a-file").read_text() == "kept\n"
 
 
 def test_a_model_without_attention_or_probes_is_a_one_line_error(

@@ -19,6 +19,7 @@ from typing import NamedTuple
 from seq2seq.align.pharaoh import Links, check_links_fit, parse_lines
 from seq2seq.align.words import words
 from seq2seq.data.languages import base_language, is_unspaced_cjk
+from seq2seq.text_encoding import decoded_text
 
 GOLD_SETS = {("zh", "en"): "tatoeba_zh_en"}  # (source, target) as stored → folder
 PARTS = ("valid", "test")
@@ -74,7 +75,9 @@ def _read(folder: str, pair: tuple[str, str], part: str) -> list[GoldPair]:
 
 
 def _lines(resource) -> list[str]:
-    return resource.read_text(encoding="utf-8").splitlines()
+    """The lines of a gold file: UTF-8 (a byte-order mark dropped); UTF-16 or UTF-32 is a
+    ValueError naming the file and its encoding (`seq2seq.text_encoding`)."""
+    return decoded_text(resource.read_bytes(), str(resource)).splitlines()
 
 
 def _check_words(text: str, where: str) -> None:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from seq2seq.text_encoding import decoded_text
+
 Link = tuple[int, int]  # (source word, target word), both from 0
 
 LINK_PATTERN = re.compile(r"(\d+)-(\d+)(?:-([SsPp]))?|(\d+)([Pp])(\d+)")
@@ -96,8 +98,9 @@ def warn_if_one_based(alignments: Sequence[Links], name: str) -> None:
 
 
 def read_links(path: str | Path, *, one_based: bool = False) -> list[Links]:
-    """The links of a Pharaoh file (UTF-8), one `Links` per line."""
-    text = Path(path).read_text(encoding="utf-8")
+    """The links of a Pharaoh file (UTF-8), one `Links` per line; a UTF-16 or UTF-32 file is
+    a ValueError naming its encoding (`seq2seq.text_encoding.TextEncodingError`)."""
+    text = decoded_text(Path(path).read_bytes(), str(path))
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the line end of the last line

@@ -34,9 +34,12 @@ import torch
 from seq2seq.bench.ceiling import ceiling_section
 from seq2seq.bench.entry import machine_lines
 from seq2seq.bench.process_memory import Measured, run_measured
+from seq2seq.output_folders import claim_work_folder
 
 DEFAULT_SIZES = (0, 250_000, 1_000_000, 5_000_000)
 DATA = "tatoeba_zh_en"
+WORK_COMMAND = "scripts/bench_data.py"  # the mark of its work folder
+WORK_NAMES = ("data", "runs", "synth_*.txt", "prepare_*.log", "train_*.log")  # what it writes
 STAGES = (  # (label, a regular expression matching the log line that ends the stage)
     ("read, clean, split", re.compile(r"split [\d,]+ clean pairs")),
     ("sentencepiece (zh)", re.compile(r"(trained|reusing) the subword model .*spm_zh_")),
@@ -158,9 +161,17 @@ def measure_size(size: int, work: Path, updates: int, root: Path) -> dict[str, A
     }
 
 
+def claim_work(work: Path) -> Path:
+    """`work`, checked to be this benchmark's work folder (missing, empty, marked by it,
+    or holding only what it writes); OutputPlaceError (one line) otherwise, before any
+    work: each size removes the folder's `data/prepared` and `runs`."""
+    return claim_work_folder(work, command=WORK_COMMAND, known=WORK_NAMES)
+
+
 def measure_sizes(sizes: list[int], work: Path, updates: int, root: Path) -> list[dict]:
-    """Every size in turn; the table so far is printed after each."""
-    work.mkdir(parents=True, exist_ok=True)
+    """Every size in turn; the table so far is printed after each. `work` is cleaned
+    between sizes, so it must be this benchmark's own folder (`claim_work`)."""
+    work = claim_work(work)
     results = []
     for size in sizes:
         results.append(measure_size(size, work, updates, root))

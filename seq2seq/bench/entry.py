@@ -4,7 +4,10 @@ An entry is a list of Markdown lines; `append_entry` puts it where the newest en
 directly below the file's `# History` heading (BENCHMARKS.md lists its entries newest
 first), or at the end of a file without that heading (a new file starts with `HEADER`).
 Paths and the command line are shown relative to the current folder, or by their last three
-parts, so that no machine's folder layout is committed.
+parts, so that no machine's folder layout is committed. The file is written whole or not at
+all (`seq2seq.output_folders.write_output_file`); a benchmark checks it before measuring
+(`check_output_file`) and, should the write still fail, says so in one line with the entry
+already printed (`save_entry`), so that no measurement is lost.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+
+from seq2seq.output_folders import OutputPlaceError, write_output_file
 
 HEADER = """# Benchmarks
 
@@ -68,11 +73,27 @@ def machine_lines(threads: int, device: torch.device) -> list[str]:
     ]
 
 
+def save_entry(path: Path, lines: list[str], program: str) -> int:
+    """Print the entry, then add it to `path` (`append_entry`); 0, or 2 after one line
+    naming the file when it cannot be written (the entry stays on the screen)."""
+    print("\n".join(lines))
+    try:
+        append_entry(path, lines)
+    except OutputPlaceError as error:
+        print(f"{program}: {error}; the entry is printed above", file=sys.stderr)
+        return 2
+    return 0
+
+
 def append_entry(path: Path, lines: list[str]) -> None:
     """Add `lines` to `path` as its newest entry: directly below the `# History` heading,
     before the entries already there, or else at the end after a blank line (a file that
-    does not exist yet starts with HEADER)."""
-    text = path.read_text(encoding="utf-8") if path.is_file() else HEADER
+    does not exist yet starts with HEADER). OutputPlaceError (one line) when the file
+    cannot be read or written; it is then as it was."""
+    try:
+        text = path.read_text(encoding="utf-8") if path.is_file() else HEADER
+    except (OSError, UnicodeDecodeError) as error:
+        raise OutputPlaceError(f"--out {path}: cannot be read ({error})") from error
     entry = "\n".join(lines).strip("\n") + "\n"
     before, heading, after = text.partition(HISTORY_LINE)
     if not heading:
@@ -80,4 +101,4 @@ def append_entry(path: Path, lines: list[str]) -> None:
     else:  # the heading, a blank line, the new entry, a blank line, the entries already there
         older = after.lstrip("\n")
         text = before + heading + "\n" + entry + ("\n" + older if older else "")
-    path.write_text(text, encoding="utf-8")
+    write_output_file(path, text, "--out")

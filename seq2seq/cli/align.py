@@ -48,16 +48,16 @@ from seq2seq.align.extract import EXTRACTIONS, AlignmentError, AlignSettings, al
 from seq2seq.align.pharaoh import Links, check_links_fit, parse_lines, write_links
 from seq2seq.align.symmetric import DEFAULT_SYMMETRISATION, SYMMETRISATIONS, symmetric_pairs
 from seq2seq.align.words import words
+from seq2seq.cli.options import OneLineParser, check_output_files, device
 from seq2seq.cli.translate import (
     InputError,
-    OneLineParser,
-    check_device,
     load_translator,
     one_line,
     plugin_argument,
     read_text_lines,
 )
 from seq2seq.metrics.aer import AlignmentCounts, corpus_counts
+from seq2seq.output_folders import OutputPlaceError, writing_file
 
 PROGRAM = "seq2seq-align"
 
@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-o", "--output", type=Path, help="write the links here (default stdout)")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
-    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
+    parser.add_argument("--device", type=device, default="cpu", help="cpu, cuda, cuda:N")
     plugin_argument(parser)
     return parser
 
@@ -130,7 +130,7 @@ def mode_problem(args: argparse.Namespace) -> str | None:
         return "a checkpoint needs --src and --tgt"
     if args.symmetrise is not None and args.reverse is None:
         return "--symmetrise combines two directions: give the other one with --reverse"
-    return check_device(args.device)
+    return None
 
 
 def read_parallel(*files: tuple[str, Path]) -> list[list[str]]:
@@ -205,12 +205,14 @@ def read_inputs(args: argparse.Namespace) -> tuple[list[str], list[str], list[Li
 
 
 def write_output(path: Path, links: list[Links]) -> bool:
-    """Write the links to `path`; False (after one error line) when it cannot be written."""
+    """Write the links to `path` whole or not at all; False (after one error line naming
+    it) when it cannot be written."""
     try:
-        with path.open("w", encoding="utf-8") as stream:
-            write_links(stream, links)
-    except OSError as error:
-        print(f"{PROGRAM}: cannot write {path}: {error.strerror or error}", file=sys.stderr)
+        with writing_file(path, "--output") as temporary:
+            with temporary.open("w", encoding="utf-8") as stream:
+                write_links(stream, links)
+    except OutputPlaceError as error:
+        print(f"{PROGRAM}: {error}", file=sys.stderr)
         return False
     return True
 
@@ -285,6 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = mode_problem(args)
     if problem is not None:
         parser.error(problem)
+    check_output_files(parser, ("--output", args.output))
     try:
         settings = AlignSettings(
             -1 if args.layer is None else args.layer,

@@ -34,10 +34,15 @@ from seq2seq.align.statistical import (
     evaluate_baseline,
     gold_parts,
 )
-from seq2seq.cli.translate import InputError, OneLineParser, one_line, read_text_lines
+from seq2seq.cli.options import OneLineParser, check_output_files, number, whole
+from seq2seq.cli.translate import InputError, one_line, read_text_lines
+from seq2seq.output_folders import OutputPlaceError, writing_file
+from seq2seq.settings_checks import thread_limit
 
 PROGRAM = "seq2seq-align-baseline"
 ALL = "all"
+MAX_ITERATIONS = 100.0  # --iterations: a hundred times eflomal's own schedule
+MAX_PAIRS = 10**12  # --max-train: beyond any corpus
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,18 +66,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--model", type=int, choices=sorted(MODELS), default=3,
         help="eflomal's model: 1 IBM 1, 2 HMM, 3 HMM with fertility (default)",
     )  # fmt: skip
-    parser.add_argument("--samplers", type=int, default=3, help="Gibbs samplers (default 3)")
     parser.add_argument(
-        "--iterations", type=float, default=1.0, help="eflomal's iterations × this (default 1)"
-    )
+        "--samplers", type=whole(1, thread_limit()), default=3,
+        help="Gibbs samplers, run at once (default 3)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--iterations", type=number(0, MAX_ITERATIONS, low_open=True), default=1.0,
+        help="eflomal's iterations × this (default 1)",
+    )  # fmt: skip
     parser.add_argument(
         "--split-punctuation",
         action="store_true",
         help="cut punctuation off the words the aligner reads (city. → city .)",
     )
     parser.add_argument(
-        "--max-train", type=int, default=None, help="use only the first N training pairs"
-    )
+        "--max-train", type=whole(1, MAX_PAIRS), default=None,
+        help="use only the first N training pairs",
+    )  # fmt: skip
     parser.add_argument(
         "--out", type=Path, help="write the links of the one part and symmetrisation here"
     )
@@ -88,8 +98,6 @@ def methods_of(args: argparse.Namespace) -> list[str]:
 
 def option_problem(args: argparse.Namespace, methods: list[str]) -> str | None:
     """What is wrong with the options, or None."""
-    if args.max_train is not None and args.max_train < 1:
-        return f"--max-train must be at least 1, got {args.max_train}"
     if args.out is not None and (len(set(args.part)) > 1 or len(methods) > 1):
         return "--out writes one part and one symmetrisation: give one of each"
     return None
@@ -155,13 +163,16 @@ def as_json(result: BaselineResult, settings: EflomalSettings, args: argparse.Na
     }
 
 
-def write_file(path: Path, write) -> None:
-    """Call `write(stream)` on `path` opened for writing; InputError when it cannot be."""
+def write_file(path: Path, option: str, write) -> None:
+    """Call `write(stream)` on a temporary beside `path`, renamed over it once complete
+    (`seq2seq.output_folders.writing_file`); InputError naming `option` and the path when
+    it cannot be written."""
     try:
-        with path.open("w", encoding="utf-8") as stream:
-            write(stream)
-    except OSError as error:
-        raise InputError(f"cannot write {path}: {error.strerror or error}") from error
+        with writing_file(path, option) as temporary:
+            with temporary.open("w", encoding="utf-8") as stream:
+                write(stream)
+    except OutputPlaceError as error:
+        raise InputError(str(error)) from error
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -171,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = option_problem(args, methods)
     if problem is not None:
         parser.error(problem)
+    check_output_files(parser, ("--out", args.out), ("--json", args.json))
     parts = list(dict.fromkeys(args.part))
     try:
         settings = EflomalSettings(args.model, args.samplers, args.iterations)
@@ -184,10 +196,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         report(result, settings, args)
         if args.out is not None:
-            write_file(args.out, lambda out: write_links(out, result.links[parts[0]][methods[0]]))
+            write_file(
+                args.out, "--out", lambda out: write_links(out, result.links[parts[0]][methods[0]])
+            )
         if args.json is not None:
             document = as_json(result, settings, args)
-            write_file(args.json, lambda out: out.write(json.dumps(document, indent=2) + "\n"))
+            write_file(
+                args.json, "--json", lambda out: out.write(json.dumps(document, indent=2) + "\n")
+            )
     except (InputError, BaselineError) as error:
         parser.error(one_line(error))
     return 0

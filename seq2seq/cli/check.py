@@ -19,9 +19,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
-
 from seq2seq import registry
+from seq2seq.bounded_files import StructuredFileError, parse_yaml_text
 from seq2seq.cli.translate import OneLineParser, one_line
 from seq2seq.option_rules import OptionError
 from seq2seq.plugins import PluginError, import_plugins
@@ -51,7 +50,10 @@ def parsed_options(parser: argparse.ArgumentParser, pairs: Sequence[str]) -> dic
         key, equals, value = pair.partition("=")
         if not equals or not key:
             parser.error(f"--option takes KEY=VALUE, got {pair!r}")
-        options[key] = yaml.safe_load(value)
+        try:
+            options[key] = parse_yaml_text(value, source=f"--option {key}")
+        except StructuredFileError as error:
+            parser.error(str(error))
     return options
 
 
@@ -88,7 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = check_component(
             args.group, args.name, options=options, config_dir=args.config_dir, checks=checks
         )
-    except (PluginError, registry.UnknownComponent, OptionError, FileNotFoundError) as error:
+    except (PluginError, registry.UnknownComponent, OptionError, FileNotFoundError,
+            StructuredFileError) as error:  # fmt: skip
         print(f"seq2seq-check: {one_line(error)}", file=sys.stderr)
         return 2
     print(component.described)

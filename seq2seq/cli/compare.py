@@ -40,6 +40,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 
+from seq2seq.cli.options import check_device
 from seq2seq.runs.aer_rows import AlignerFileError
 from seq2seq.runs.comparison import CompareConfig, StageError, run_comparison
 from seq2seq.runs.launch import SweepFailed
@@ -100,6 +101,10 @@ def hydra_element(text: str) -> str:
             config_name="compare")  # fmt: skip
 def compare(cfg: DictConfig) -> None:
     settings = OmegaConf.to_object(cfg)
+    problem = check_device(settings.report.device)
+    if problem is not None:  # the same check as every command's --device
+        log.error("%s", problem.replace("--device", "report.device", 1))
+        raise SystemExit(2)
     command = " ".join(["seq2seq-compare", *HydraConfig.get().overrides.task])
     if settings.plugins:  # their components must be known to read and load the runs
         from seq2seq.plugins import import_plugins

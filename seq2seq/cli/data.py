@@ -25,7 +25,6 @@ cannot compose (a misspelt one) is Hydra's own short error, exit code 1.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from seq2seq.cli.options import OneLineParser, whole
 from seq2seq.config import register_configs
 from seq2seq.configs import SEARCH_PATH
 from seq2seq.data.config import DataConfig
@@ -50,12 +50,14 @@ from seq2seq.data.record import (
     verify_files,
 )
 from seq2seq.data.synth import source_lines, write_synthetic
+from seq2seq.output_folders import OutputPlaceError, check_output_file
 
 COMMAND = "prepare"
 SYNTH_COMMAND = "synth"
 VERIFY_COMMAND = "verify"
 PROGRAM = "seq2seq-data"
 USER_ERROR_EXIT = 2
+MAX_SYNTH_PAIRS = 10**9  # synth PAIRS: as many as the largest public parallel corpora hold
 # Errors of prepare() about its input, reported in one line: the corpus file or its split
 # (CorpusError, and the tokenizer's VocabularySizeError, a CorpusError), a download or a
 # pinned hash (FetchError). A bad config value is caught in `data_config`.
@@ -164,19 +166,18 @@ def _format_value(value: Any) -> str:
 
 def synth_main(argv: list[str]) -> None:
     """`seq2seq-data synth PAIRS OUTPUT [--data NAME] [--root DIR]` (module docstring)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=f"{PROGRAM} {SYNTH_COMMAND}",
         description="Write a synthetic corpus: the corpus of a data config repeated, each "
         "copy's number appended to both sentences, so that nothing deduplicates.",
     )
-    parser.add_argument("pairs", type=int, help="number of pairs to write")
+    parser.add_argument("pairs", type=whole(1, MAX_SYNTH_PAIRS), help="number of pairs to write")
     parser.add_argument("output", type=Path, help="the tab-separated file to write")
     parser.add_argument("--data", default="tatoeba_zh_en", help="data config of the source")
     parser.add_argument("--root", default="data", help="where raw/ is (data.root)")
     args = parser.parse_args(argv)
-    if args.pairs <= 0:
-        parser.error(f"PAIRS must be > 0, got {args.pairs}")
     try:
+        check_output_file(args.output, "OUTPUT")  # before the corpus is fetched and read
         cfg = DataConfig.from_mapping({**data_preset(args.data), "root": args.root})
         if cfg.kind != "parallel":
             raise PresetError(f"--data {args.data}: a corpus config is needed, not kind={cfg.kind}")
@@ -184,12 +185,22 @@ def synth_main(argv: list[str]) -> None:
         lines = source_lines(
             path, cfg.member or None, cfg.src_column, cfg.tgt_column, cfg.num_columns
         )
-        write_synthetic(args.output, lines, args.pairs, cfg.src_column, cfg.tgt_column)
+        write_output(args.output, lines, args.pairs, cfg)
     except (ValueError, FetchError, OSError) as error:  # PresetError, CorpusError: ValueErrors
         user_error(error)
     print(
         f"wrote {args.pairs:,} pairs ({len(lines):,} source pairs, numbered copies) to {args.output}"
     )
+
+
+def write_output(output: Path, lines: list[list[str]], pairs: int, cfg: DataConfig) -> None:
+    """`write_synthetic` (whole or not at all); an OSError is one line naming OUTPUT."""
+    try:
+        write_synthetic(output, lines, pairs, cfg.src_column, cfg.tgt_column)
+    except OSError as error:
+        raise OutputPlaceError(
+            f"OUTPUT {output}: cannot be written ({error.strerror or error})"
+        ) from error
 
 
 def main() -> None:

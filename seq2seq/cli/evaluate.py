@@ -49,6 +49,7 @@ from seq2seq.data.prepare import prepare
 from seq2seq.data.presets import PresetError, split_data_config
 from seq2seq.inference import Translator
 from seq2seq.metrics import corpus_scores
+from seq2seq.output_folders import OutputPlaceError, check_output_file, write_output_file
 
 
 class EvaluationError(ValueError):
@@ -102,15 +103,22 @@ def file_pairs(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     return sources, references
 
 
+def hypotheses_file(args: argparse.Namespace) -> Path:
+    """--output, else a file beside the checkpoint named after the split (or `files`)."""
+    return args.output or args.checkpoint.with_suffix(f".{args.src and 'files' or args.split}.hyp")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     settings = checked_settings(parser, args)
     if (args.src is None) != (args.ref is None):
         parser.error("--src and --ref go together")
+    output = hypotheses_file(args)
     try:
+        check_output_file(output, "--output")  # before the model loads
         pair = file_pairs(args) if args.src is not None else None
-    except InputError as error:
+    except (InputError, OutputPlaceError) as error:
         parser.error(str(error))
     translator = load_translator(args, "seq2seq-evaluate")
     if translator is None:
@@ -122,15 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     translations = translator.translate(sources, settings)
     hypotheses = [translation.text for translation in translations]
-    output = args.output or args.checkpoint.with_suffix(
-        f".{args.src and 'files' or args.split}.hyp"
-    )
     try:
-        output.write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
-    except OSError as error:
-        print(
-            f"seq2seq-evaluate: cannot write {output}: {error.strerror or error}", file=sys.stderr
-        )
+        write_output_file(output, "\n".join(hypotheses) + "\n", "--output")
+    except OutputPlaceError as error:
+        print(f"seq2seq-evaluate: {error}", file=sys.stderr)
         return 2
     scores = corpus_scores(hypotheses, references, translator.tgt_tokenizer.lang, ter=args.ter)
     if args.json:

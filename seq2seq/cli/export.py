@@ -7,7 +7,10 @@
 OUT/ holds CTranslate2's model.bin, config.json and vocabularies, the checkpoint's
 tokenisers (source.model, target.model) and seq2seq_export.json (`seq2seq.export`). A model
 CTranslate2 cannot express (a non-Transformer family, a score other than scaled_dot, a
-region other than soft) is refused in one line saying why. Every error is one line on
+region other than soft) is refused in one line saying why. OUT is checked before the model is
+converted (a folder that can be written; `--force` replaces only an earlier export, never a
+folder holding the checkpoint, other files or `.`), and a failed export leaves an earlier
+one as it was (`seq2seq.output_folders`). Every error is one line on
 stderr and exit code 2. The folder records the attention head `seq2seq-translate
 --alignments` reads for the checkpoint and returns its weights (`alignment_head`). Needs the `export` extra: pip install 'seq2seq-attention[export]'.
 """
@@ -27,6 +30,7 @@ from seq2seq.checkpoint import CheckpointError
 from seq2seq.cli.translate import OneLineParser, one_line, plugin_argument
 from seq2seq.export import QUANTIZATIONS, AlignmentHead, ExportError, export_ctranslate2
 from seq2seq.inference import Translator
+from seq2seq.output_folders import OutputPlaceError
 from seq2seq.plugins import PluginError, import_plugins
 
 
@@ -39,7 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--quantization", default="float32", choices=QUANTIZATIONS,
         help="how the weights are stored (default %(default)s)",
     )  # fmt: skip
-    parser.add_argument("--force", action="store_true", help="replace a non-empty OUT folder")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier export in OUT (never a folder holding other files)",
+    )
     plugin_argument(parser)
     return parser
 
@@ -62,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = export_ctranslate2(
             args.checkpoint, args.out, args.quantization, args.force, alignment_head
         )
-    except (CheckpointError, ConfigError, PluginError, ExportError) as error:
+    except (CheckpointError, ConfigError, PluginError, ExportError, OutputPlaceError) as error:
         print(f"seq2seq-export: {one_line(error)}", file=sys.stderr)
         return 2
     print(

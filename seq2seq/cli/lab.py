@@ -23,13 +23,16 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.cli.translate import OneLineParser, one_line
+from seq2seq.cli.options import OneLineParser, device_or_auto, seed, threads_or_all, whole
+from seq2seq.cli.translate import one_line
 from seq2seq.lab.catalogue import experiments
 from seq2seq.lab.experiment import Experiment, LabContext
 from seq2seq.lab.page import LabRun, Machine, this_machine, write_index, write_page
+from seq2seq.output_folders import OutputPlaceError, check_output_place, place_error
 from seq2seq.plugins import PluginError, import_plugins
 
 log = logging.getLogger("seq2seq.lab")
+MAX_STEPS = 10**9  # --max-steps: a smoke test's bound, far beyond any experiment
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,10 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="trained models, reused (default: outputs/lab/runs, or "
                         "outputs/lab-quick/runs)")  # fmt: skip
     parser.add_argument("--data-root", type=Path, default=Path("data"), help="data.root of the runs")
-    parser.add_argument("--seed", type=int, default=1234, help="the first training seed")
-    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads; 0 = all cores")
-    parser.add_argument("--max-steps", type=int, default=None, metavar="N",
+    parser.add_argument("--seed", type=seed, default=1234, help="the first training seed")
+    parser.add_argument("--device", type=device_or_auto, default="cpu",
+                        help="cpu, cuda, cuda:N or auto")  # fmt: skip
+    parser.add_argument("--threads", type=threads_or_all, default=0,
+                        help="torch threads; 0 = all cores")  # fmt: skip
+    parser.add_argument("--max-steps", type=whole(1, MAX_STEPS), default=None, metavar="N",
                         help="a smoke test of the default size: every training run stops "
                         "after N updates (the figures then mean nothing)")  # fmt: skip
     parser.add_argument("--plugins", action="append", default=[], metavar="SPEC",
@@ -84,7 +89,11 @@ def run_one(experiment: Experiment, context: LabContext, out_root: Path, machine
         return False
     seconds = time.perf_counter() - started
     run = LabRun(experiment, finding, seconds, machine, context.quick, tuple(context.models))
-    page = write_page(out_root, run)
+    try:
+        page = write_page(out_root, run)
+    except OSError as error:
+        print(f"seq2seq-lab: {one_line(place_error(error, out_root))}", file=sys.stderr)
+        return False
     print(finding.summary.strip())
     print(f"({seconds:.1f} s; figures in {context.out_dir}, page {page})\n", flush=True)
     return True
@@ -110,6 +119,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         torch.set_num_threads(args.threads)
     outputs = Path("outputs/lab-quick" if args.quick else "outputs/lab")
     out_root, runs = args.out or outputs, args.runs or outputs / "runs"
+    for place in (out_root, runs):  # before any experiment runs, not after hours of them
+        try:
+            check_output_place(place)
+        except OutputPlaceError as error:
+            parser.error(one_line(error))
     machine = this_machine(args.threads)
     ok = True
     for experiment in selected:
@@ -119,7 +133,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             max_steps=args.max_steps,
         )  # fmt: skip
         ok &= run_one(experiment, context, out_root, machine)
-    write_index(out_root, list(experiments().values()))
+    try:
+        write_index(out_root, list(experiments().values()))
+    except OSError as error:
+        print(f"seq2seq-lab: {one_line(place_error(error, out_root))}", file=sys.stderr)
+        ok = False
     sys.exit(0 if ok else 1)
 
 

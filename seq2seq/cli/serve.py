@@ -10,9 +10,11 @@
 checkpoint is loaded as `seq2seq-translate` loads it (`--plugins` the same); the search
 options are the service's defaults, and a request may choose its own `beam_size` (up to
 `--max-beam`) and `nbest`. The service listens on loopback (127.0.0.1) unless `--host` says
-otherwise. The limits (`--max-chars` ... `--timeout-s`, `seq2seq.serve.limits`) are checked
-before the model is loaded. Needs the `serve` extra: pip install 'seq2seq-attention[serve]'.
-Every problem with the options, the port or the checkpoint is one error line and exit code 2.
+otherwise, and answers only requests whose `Host` is a loopback name, the `--host` address
+or an `--allowed-host` name (`seq2seq.serve.hosts`). The limits (`--max-chars` ...
+`--read-timeout-s`, `seq2seq.serve.limits`) are checked before the model is loaded. Needs the
+`serve` extra: pip install 'seq2seq-attention[serve]'. Every problem with the options, the
+port or the checkpoint is one error line and exit code 2.
 """
 
 from __future__ import annotations
@@ -30,30 +32,54 @@ import torch
 
 from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError
-from seq2seq.cli.translate import OneLineParser, checked_settings, one_line, search_arguments
+from seq2seq.cli.options import OneLineParser, port, threads
+from seq2seq.cli.translate import checked_settings, one_line, search_arguments
 from seq2seq.plugins import PluginError, import_plugins
 from seq2seq.quantization import QuantizationError
 from seq2seq.serve import INSTALL_HINT
+from seq2seq.serve.hosts import HostNameError, allowed_name, allowed_names
 from seq2seq.serve.limits import Limits, LimitsError
 
 PROGRAM = "seq2seq-serve"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+SECURITY = """\
+security: the service is meant for one machine. It answers only requests whose Host header
+is a loopback name, the --host address or an --allowed-host name (against DNS rebinding),
+reads JSON only when sent as application/json (415 otherwise), drops the work of clients
+that hang up or run out of --timeout-s, and closes connections whose headers or body take
+longer than --read-timeout-s. It has no TLS, no authentication and no rate limits: to serve
+other machines, put it behind a reverse proxy (nginx, Caddy) that has them and keep it on
+127.0.0.1 (docs/guides/serving.md, Security)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog=PROGRAM, description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog=PROGRAM, description=__doc__.split("\n")[0], epilog=SECURITY,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     search_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")  # fmt: skip
-    parser.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")
+    parser.add_argument(
+        "--allowed-host", action="append", default=[], type=allowed_host, metavar="NAME",
+        help="also answer requests whose Host header is NAME, with any port (repeatable; "
+        "default: only localhost, 127.0.0.1, ::1 and the --host address)",
+    )  # fmt: skip
+    parser.add_argument("--port", type=port, default=8000, help="port (default %(default)s)")
     parser.add_argument(
         "--engine", choices=["pytorch", "ctranslate2"], default="pytorch",
         help="pytorch: the checkpoint with the project's search; ctranslate2: CHECKPOINT is "
         "a seq2seq-export folder (default %(default)s)",
     )  # fmt: skip
-    parser.add_argument("--threads", type=int, help="CPU threads for the model (default: all)")
+    parser.add_argument("--threads", type=threads, help="CPU threads for the model (default: all)")
     parser.add_argument("--access-log", action="store_true", help="log every request")
     limit_arguments(parser)
     return parser
+
+
+def allowed_host(text: str) -> str:
+    """An `--allowed-host` name (`seq2seq.serve.hosts.allowed_name`)."""
+    try:
+        return allowed_name(text)
+    except HostNameError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def limit_arguments(parser: argparse.ArgumentParser) -> None:
@@ -167,14 +193,19 @@ def serve(engine: Any, limits: Limits, settings: Any, args: argparse.Namespace) 
     import uvicorn
 
     from seq2seq.serve.app import create_app
+    from seq2seq.serve.server import server_config
 
     if args.host not in LOOPBACK:
-        print(f"{PROGRAM}: warning: --host {args.host} is reachable from other machines",
+        print(f"{PROGRAM}: warning: --host {args.host} is reachable from other machines, "
+              "without TLS or authentication; see the Security section of the serving guide",
               file=sys.stderr)  # fmt: skip
-    app = create_app(engine, limits, settings)
-    uvicorn.run(app, host=args.host, port=args.port, access_log=args.access_log,
-                log_level="info", timeout_graceful_shutdown=5)  # fmt: skip
-    return 0
+    app = create_app(engine, limits, settings, allowed_names(args.host, args.allowed_host))
+    server = uvicorn.Server(server_config(app, args.host, args.port, limits, args.access_log))
+    try:
+        server.run()
+    except KeyboardInterrupt:  # a second Ctrl-C while stopping
+        pass
+    return 0 if server.started else 2
 
 
 if __name__ == "__main__":

@@ -41,28 +41,22 @@ import sys
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import NoReturn, get_type_hints
-
-import torch
+from typing import get_type_hints
 
 from seq2seq.align.defaults import DefaultSettings, default_settings, head_marks
 from seq2seq.align.extract import AlignmentError, AlignSettings, translation_links
 from seq2seq.align.pharaoh import Links, format_links
 from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError
+from seq2seq.cli.options import OneLineParser, check_output_files, device
 from seq2seq.decoding import SearchSettings, SearchSettingsError
 from seq2seq.inference import Translation, Translator
+from seq2seq.output_folders import OutputPlaceError, writing_file
 from seq2seq.plugins import PluginError, import_plugins
 from seq2seq.quantization import QUANTIZATIONS, QuantizationError
+from seq2seq.text_encoding import TextEncodingError, check_stream
 from seq2seq.visualise.probes import Probe, probes_for
 from seq2seq.visualise.text import attention_matrix_text
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr (no usage block), exit code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 class InputError(ValueError):
@@ -83,7 +77,7 @@ def search_arguments(parser: argparse.ArgumentParser, omit: Collection[str] = ()
                 default=setting.default,
                 help=f"{setting.metadata['help']} (default %(default)s)",
             )
-    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
+    parser.add_argument("--device", type=device, default="cpu", help="cpu, cuda, cuda:N")
     parser.add_argument(
         "--quantization",
         choices=QUANTIZATIONS,
@@ -111,28 +105,9 @@ def option_name(setting: str) -> str:
     return "--" + setting.replace("_", "-")
 
 
-def check_device(name: str) -> str | None:
-    """What is wrong with `--device` on this machine, or None."""
-    try:
-        device = torch.device(name)
-    except (RuntimeError, TypeError, ValueError):
-        return f"--device {name!r} is not a device name (cpu, cuda, cuda:N)"
-    if device.type == "cpu":
-        return None
-    if device.type != "cuda":
-        return f"--device {name!r}: only cpu and cuda are supported"
-    if not torch.cuda.is_available():
-        return f"--device {name!r}: no CUDA device is available on this machine"
-    if device.index is not None and device.index >= torch.cuda.device_count():
-        return f"--device {name!r}: this machine has {torch.cuda.device_count()} CUDA device(s)"
-    return None
-
-
 def checked_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> SearchSettings:
-    """The search settings and device of the options, or one error line and exit code 2."""
-    problem = check_device(args.device)
-    if problem is not None:
-        parser.error(problem)
+    """The search settings of the options, or one error line and exit code 2 (`--device`
+    is checked while parsing, `seq2seq.cli.options.device`)."""
     try:
         return settings_from(args)
     except SearchSettingsError as error:
@@ -198,8 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """One error line and exit code 2 for options that cannot work together or a page that
-    cannot be written, before the checkpoint is loaded."""
+    """One error line and exit code 2 for options that cannot work together or an output
+    file (--html, --plot) that cannot be written, before the checkpoint is loaded."""
     if args.probes and (args.sentences or args.input):
         parser.error("--probes translates the probe sentences: give no sentences or --input")
     if args.engine == "ctranslate2":
@@ -209,11 +184,9 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
                 f"{given[0]} needs --engine pytorch (CTranslate2 gives only the alignment "
                 "head's attention)"
             )
-    if args.html is not None:
-        if args.html.is_dir():
-            parser.error(f"--html {args.html}: is a folder; give a file name such as align.html")
-        if not args.html.parent.is_dir():
-            parser.error(f"--html {args.html}: the folder {args.html.parent} does not exist")
+    if args.plot is not None and not args.plot.suffix:
+        args.plot = args.plot.with_suffix(".png")  # the name matplotlib would give it
+    check_output_files(parser, ("--html", args.html), ("--plot", args.plot))
 
 
 # Options that need the PyTorch engine: attention weights, the checkpoint's config or code.
@@ -263,18 +236,25 @@ def checkpoint_probes(translator: Translator) -> list[Probe]:
 
 
 def decode_lines(raw: Iterable[bytes], name: str) -> list[str]:
-    """UTF-8 lines without their line ends; InputError naming the first undecodable line."""
+    """UTF-8 lines without their line ends (a UTF-8 byte-order mark dropped); InputError
+    naming the first undecodable line. A buffered stream's start is checked first: UTF-16 or
+    UTF-32 text is one InputError naming its encoding (`seq2seq.text_encoding`)."""
+    try:
+        skip = check_stream(raw, name)
+    except TextEncodingError as error:
+        raise InputError(str(error)) from error
     lines = []
     for number, line in enumerate(raw, 1):
         try:
-            lines.append(line.decode("utf-8").rstrip("\r\n"))
+            lines.append(line[skip if number == 1 else 0 :].decode("utf-8").rstrip("\r\n"))
         except UnicodeDecodeError as error:
             raise InputError(f"{name} line {number}: not valid UTF-8 ({error.reason})") from error
     return lines
 
 
 def read_text_lines(path: Path, option: str) -> list[str]:
-    """The lines of a UTF-8 file; InputError naming the option, the file and the line."""
+    """The lines of a UTF-8 file; InputError naming the option, the file and the line (or
+    the encoding of a UTF-16 or UTF-32 file)."""
     try:
         with path.open("rb") as handle:
             return decode_lines(handle, str(path))
@@ -398,9 +378,13 @@ def write_page(
     from seq2seq.visualise.viewer import ViewerError, opening_line, write_viewer
 
     try:
-        data = write_viewer(path, translator, translations, references)
-    except (ViewerError, OSError) as error:
+        with writing_file(path, "--html") as temporary:  # whole or not at all
+            data = write_viewer(temporary, translator, translations, references)
+    except ViewerError as error:
         print(f"seq2seq-translate: --html {path}: {one_line(error)}", file=sys.stderr)
+        return 2
+    except OutputPlaceError as error:
+        print(f"seq2seq-translate: {error}", file=sys.stderr)
         return 2
     print(f"attention viewer saved to {path}; {opening_line(data)}", file=sys.stderr)
     return 0
@@ -410,7 +394,11 @@ def plot_first(translator: Translator, translation: Translation, path: Path) -> 
     from seq2seq.visualise.heatmap import save_translation_heatmap
 
     try:
-        save_translation_heatmap(translator, translation, path, head_marks(translator))
+        with writing_file(path, "--plot") as temporary:  # whole or not at all
+            save_translation_heatmap(translator, translation, temporary, head_marks(translator))
+    except OutputPlaceError as error:  # before ValueError: it is one
+        print(f"seq2seq-translate: {error}", file=sys.stderr)
+        return 2
     except ValueError as error:  # attention=none has no weights to draw; a bad guided head
         print(f"seq2seq-translate: --plot: {error}", file=sys.stderr)
         return 2

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.data.config import DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_MEMBER_BYTES
+from seq2seq.text_encoding import TextEncodingError, check_stream
 
 log = logging.getLogger(__name__)
 
@@ -177,18 +178,26 @@ def _raw_lines(
             _open_member(archive, path, member, max_member_bytes) as member_stream,
             io.BufferedReader(member_stream, CHUNK_BYTES) as stream,  # a fast readline(limit)
         ):
-            yield from lines_of(stream, max_line_bytes)
+            yield from lines_of(stream, max_line_bytes, f"{path}!{member_stream.name}")
     else:
         with open(path, "rb") as stream:
-            yield from lines_of(stream, max_line_bytes)
+            yield from lines_of(stream, max_line_bytes, str(path))
 
 
-def lines_of(stream, max_line_bytes: int) -> Iterator[bytes | None]:
+def lines_of(stream, max_line_bytes: int, name: str) -> Iterator[bytes | None]:
     """Lines of a binary stream split at b"\\n", endings stripped, a leading UTF-8 BOM dropped.
+
+    The stream's first bytes are checked first (`seq2seq.text_encoding`): UTF-16 or UTF-32
+    text is a CorpusError naming the file `name`, its encoding and how to convert it,
+    before a line is read or counted.
 
     A line of more than `max_line_bytes` bytes before its b"\\n" comes as None: at most
     `max_line_bytes` + 1 of its bytes are read at once, the rest is read and dropped by chunks.
     """
+    try:
+        check_stream(stream, name)
+    except TextEncodingError as error:
+        raise CorpusError(str(error)) from error
     limit = max_line_bytes + 1
     line_number = 0
     while line := stream.readline(limit):

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from seq2seq.bounded_files import read_json
 from seq2seq.data.arrays import (
     ArrayExamples,
     ArrayFileError,
@@ -43,9 +44,10 @@ from seq2seq.data.arrays import (
 )
 from seq2seq.data.batching import ParallelData
 from seq2seq.data.chunks import Chunk, encode_chunks
-from seq2seq.data.corpus import Pair
+from seq2seq.data.corpus import CorpusError, Pair
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.files import temporary_name
+from seq2seq.output_folders import OutputPlaceError, remove_recognised_folder
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,8 @@ FORMAT = 1
 CHUNK_PAIRS = 16_384  # pairs encoded at a time
 PARALLEL_MIN_PAIRS = 100_000  # smaller splits are encoded in this process
 SIDES = ("src", "tgt")
+CACHE_FILES = ("meta.json", *(f"{side}{suffix}" for side in SIDES
+                              for suffix in (".txt", "_ids.npy", "_offsets.npy", "_ids.raw")))  # fmt: skip
 
 
 def encode_pairs(
@@ -86,7 +90,7 @@ def encode_split(
             return cache
         except (ArrayFileError, OSError, ValueError, KeyError) as error:
             log.warning("cannot use the encoding cache %s (%s); encoding again", cache, error)
-            shutil.rmtree(cache, ignore_errors=True)
+            remove_cache(cache)
     temporary = temporary_name(cache)
     temporary.mkdir(parents=True)
     try:
@@ -96,6 +100,17 @@ def encode_split(
         shutil.rmtree(temporary, ignore_errors=True)
     log.info("encoded the %s split into %s", split_name, cache)
     return cache
+
+
+def remove_cache(
+    cache: Path, files: Sequence[str] = CACHE_FILES, what: str = "the encoding"
+) -> None:
+    """Remove a cache folder (by default an encoding cache) when it holds only the `files`
+    its writer writes; CorpusError (one line) for anything else there, which is left alone."""
+    try:
+        remove_recognised_folder(cache, files, what=what)
+    except OutputPlaceError as error:
+        raise CorpusError(str(error)) from None
 
 
 def _write_cache(
@@ -202,7 +217,7 @@ def _check_cache(
     ArrayFileError (or OSError) naming the file otherwise."""
     meta_path = cache / "meta.json"
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = read_json(meta_path)
         pairs = int(meta["pairs"])
         text_bytes = {side: int(meta["text_bytes"][side]) for side in SIDES}
     except (ValueError, KeyError, TypeError) as error:

@@ -32,6 +32,7 @@ from urllib.request import Request, urlopen
 
 from tqdm import tqdm
 
+from seq2seq.bounded_files import read_json
 from seq2seq.data.config import file_name_from_url
 from seq2seq.files import folder_lock, replace, temporary_beside, write_atomically
 
@@ -208,7 +209,7 @@ def _manifest_sha256(target: Path) -> str | None:
 def _recorded_sha256(target: Path) -> str | None:
     """The sha256 that the manifest of `target` records; None when it cannot be read."""
     try:
-        recorded = json.loads(manifest_path(target).read_text(encoding="utf-8"))["sha256"]
+        recorded = read_json(manifest_path(target))["sha256"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         log.warning("the manifest %s cannot be read (%r)", manifest_path(target), error)
         return None

@@ -38,14 +38,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from seq2seq.bounded_files import read_json
 from seq2seq.data.arrays import ArrayFileError, RaggedIds, RaggedWriter, open_ragged
 from seq2seq.data.batching import Batch, ParallelData
+from seq2seq.data.encode import remove_cache
 from seq2seq.files import folder_lock, temporary_name
 
 log = logging.getLogger(__name__)
 
 FORMAT = 1
 SIDE = "links"  # links_ids.npy, links_offsets.npy
+CACHE_FILES = ("meta.json", f"{SIDE}_ids.npy", f"{SIDE}_offsets.npy", f"{SIDE}_ids.raw")
 CHUNK_EXAMPLES = 16_384  # examples written at a time
 
 
@@ -145,7 +148,7 @@ def cached_links(
                 return open_links(cache, *lengths)
             except (ArrayFileError, OSError, ValueError, KeyError) as error:
                 log.warning("cannot use the links cache %s (%s); making them again", cache, error)
-                shutil.rmtree(cache, ignore_errors=True)
+                remove_cache(cache, CACHE_FILES, "the links cache")
         _write_cache(cache, make())
         log.info("wrote the guided-alignment links %s", cache)
         return open_links(cache, *lengths)
@@ -187,7 +190,7 @@ def open_links(cache: Path, src_lengths: Sequence[int], tgt_lengths: Sequence[in
     as there are examples, every [t, s] with 0 <= t < tgt_length and 0 <= s < src_length
     of its example; ArrayFileError (or OSError, ValueError) otherwise."""
     meta_path = cache / "meta.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta = read_json(meta_path)
     if meta.get("format") != FORMAT or int(meta["pairs"]) != len(src_lengths):
         raise ArrayFileError(f"{meta_path}: {meta} is not for {len(src_lengths)} examples")
     pairs = open_ragged(cache, SIDE)

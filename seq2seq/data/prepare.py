@@ -55,7 +55,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -66,8 +65,9 @@ import numpy as np
 
 from seq2seq.data.batching import ParallelData
 from seq2seq.data.config import DataConfig, data_source
-from seq2seq.data.encode import encode_split, open_encoded
+from seq2seq.data.encode import CACHE_FILES, encode_split, open_encoded, remove_cache
 from seq2seq.data.fetch import folder_lock
+from seq2seq.data.links import CACHE_FILES as LINKS_CACHE_FILES
 from seq2seq.data.record import (
     DamagedCacheError,
     PreparationRecord,
@@ -81,6 +81,7 @@ from seq2seq.data.record import (
     text_state,
 )
 from seq2seq.data.tokenizer import SentenceSample, SubwordTokenizer, TextFiles, Tokenizer
+from seq2seq.output_folders import OutputPlaceError, remove_recognised_folder
 
 if TYPE_CHECKING:
     from seq2seq.data.sources.base import CorpusSource, LocatedCorpus
@@ -91,6 +92,7 @@ SPLITS = ("train", "valid", "test")
 MAX_AUTO_WORKERS = 8  # data.encode_workers=null: the usable cores, at most this many
 # What an interrupted write leaves: `<name>.<pid>.<random>.part` (fetch.temporary_beside,
 # the split files, the record, an encoding cache folder) or `<name>.<pid>.part` (a model)
+STALE_CACHE_FILES = (*CACHE_FILES, *LINKS_CACHE_FILES)  # what a temporary cache folder holds
 TEMPORARY_NAME = re.compile(r".+?\.(\d+)(?:\.[0-9a-f]{8})?\.part")
 
 
@@ -230,10 +232,12 @@ def _damaged(cfg: DataConfig, folder: Path, damaged: list[tuple[str, str]]) -> D
 
 
 def _at_fault(folder: Path, error: Exception) -> str:
-    """The file (relative to `folder`) an error of opening names, else the folder itself."""
+    """The file (relative to `folder`) an error of opening names, else the folder itself.
+    Total, as an error path must be: the file may be the link loop that made opening fail
+    (`Path.resolve` raises RuntimeError on one; `os.path.realpath` leaves it unresolved)."""
     path = getattr(error, "path", None) or getattr(error, "filename", None)
     try:
-        return str(Path(path).resolve().relative_to(folder.resolve()))
+        return str(Path(os.path.realpath(path)).relative_to(os.path.realpath(folder)))
     except (TypeError, ValueError):
         return "."
 
@@ -243,11 +247,13 @@ def _remove_damaged(folder: Path, names: list[str]) -> None:
     it: a whole encoding cache folder, or a top-level file (a model; a split text, which
     is written again anyway)."""
     for name in names:
-        top = folder / Path(name).parts[0]
-        if top == folder:
-            continue
-        if top.is_dir():
-            shutil.rmtree(top, ignore_errors=True)
+        parts = Path(name).parts
+        top = folder / parts[0] if parts else folder
+        if not parts or parts[0] in (".", "..") or Path(name).is_absolute():
+            log.warning("not removing %s: a record names it, but it lies outside %s",
+                        name, folder)  # fmt: skip
+        elif top.is_dir() and not top.is_symlink():
+            remove_cache(top)  # an encoding cache: only when it holds nothing else
         else:
             top.unlink(missing_ok=True)
 
@@ -267,7 +273,11 @@ def remove_stale_temporaries(folder: Path) -> None:
         if match is None or _process_alive(int(match.group(1))):
             continue
         if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
+            try:  # a cache folder being written: only a cache's files, or left alone
+                remove_recognised_folder(path, STALE_CACHE_FILES, what="a preparation")
+            except OutputPlaceError as error:
+                log.warning("left %s in place: %s", path, error)
+                continue
         else:
             path.unlink(missing_ok=True)
         log.info("removed %s, left by an interrupted preparation", path)

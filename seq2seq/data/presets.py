@@ -19,6 +19,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from seq2seq.bounded_files import StructuredFileError, parse_yaml_text, read_text_bounded
 from seq2seq.configs import config_files
 from seq2seq.data.config import DataConfig
 
@@ -73,10 +74,16 @@ def data_preset(name: str) -> dict[str, Any]:
 
 def _load_preset(path: Path | Traversable) -> dict[str, Any]:
     try:
-        node = OmegaConf.create(path.read_text(encoding="utf-8"))
+        text = read_text_bounded(path) if isinstance(path, Path) else path.read_text("utf-8")
+        values = parse_yaml_text(text, source=str(path))
+        if not isinstance(values, dict):
+            raise PresetError(f"--data: {path}: not a YAML mapping of data settings")
+        node = OmegaConf.create(values)
         node.pop("defaults", None)
         merged = OmegaConf.merge(OmegaConf.structured(DataConfig), node)
         return OmegaConf.to_container(merged, resolve=True)
+    except StructuredFileError as error:  # too big, an alias, not YAML: it names the file
+        raise PresetError(f"--data: {error}") from None
     except OmegaConfBaseException as error:
         raise PresetError(f"--data: {path}: {one_line(error)}") from error
 

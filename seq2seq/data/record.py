@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from seq2seq.bounded_files import read_json
 from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import write_atomically
@@ -118,7 +119,7 @@ def text_state(path: Path) -> list[int]:
 def read_record(path: Path) -> PreparationRecord:
     """The record in `path`; OlderRecordError for one of an earlier format, ValueError,
     TypeError or OSError for one that cannot be read."""
-    values = json.loads(path.read_text(encoding="utf-8"))
+    values = read_json(path)
     if not isinstance(values, dict):
         raise ValueError(f"{path} holds no JSON object")
     if values.get("format") != RECORD_FORMAT:

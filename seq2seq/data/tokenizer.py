@@ -45,6 +45,7 @@ from typing import Protocol
 import numpy as np
 import sentencepiece as spm
 
+from seq2seq.bounded_files import parse_json_text, read_json
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.languages import is_unspaced_cjk
 from seq2seq.files import write_atomically
@@ -60,6 +61,7 @@ from seq2seq.special_tokens import (
 )
 
 log = logging.getLogger(__name__)
+NOTE_LIMIT = 4096  # bytes: a cap note is `{"asked": 8000, "used": 5210}`
 
 SPECIAL_PIECES = (PAD_PIECE, UNK_PIECE, BOS_PIECE, EOS_PIECE)  # in id order 0, 1, 2, 3
 NOT_DECODED_IDS = frozenset((PAD_ID, BOS_ID, EOS_ID))
@@ -333,11 +335,13 @@ def _cache_model(path: Path, model: bytes) -> None:
 
 
 def _noted_size(note: Path) -> int | None:
-    """The size a cap note records; None without a readable note (then train to find it)."""
+    """The size a cap note records (at least 1; the caller caps it at the asked size);
+    None without a readable note (then train to find it)."""
     try:
-        return int(json.loads(note.read_text(encoding="utf-8"))["used"])
+        used = int(read_json(note, limit=NOTE_LIMIT)["used"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    return used if used >= 1 else None
 
 
 def _train_largest(
@@ -422,7 +426,9 @@ class SymbolTokenizer:
 
     @classmethod
     def from_bytes(cls, data: bytes, lang: str) -> SymbolTokenizer:
-        return cls(json.loads(data.decode("utf-8"))["num_symbols"], lang)
+        return cls(
+            parse_json_text(data.decode("utf-8"), source=f"{lang} tokenizer")["num_symbols"], lang
+        )
 
     def to_bytes(self) -> bytes:
         return json.dumps({"num_symbols": len(self.symbols)}).encode("utf-8")

@@ -16,6 +16,10 @@ the LayerNorm epsilon, ReLU, and the output projection with its bias (tied or no
 target embeddings, it is written as a matrix of its own). A single-head attention, which in
 this project has no projections, is written with identity projections.
 
+Anything else CTranslate2 raises while the model is converted, optimised (quantised) or
+saved, a ValueError or RuntimeError of its own, is one ExportError line naming the stage
+(`conversion_stage`); the earlier export, if any, is kept.
+
 What CTranslate2 cannot run is refused with one ExportError line naming why: a
 non-Transformer encoder or decoder, a cross-attention score other than scaled_dot or a
 region other than soft, cross-attention heads that differ from the decoder's self-attention
@@ -24,7 +28,13 @@ a projection CTranslate2 has no place for.
 
 The folder holds, beside CTranslate2's `model.bin`, `config.json` and vocabularies, the
 checkpoint's tokenisers (`source.model` / `target.model` for sentencepiece) and
-`seq2seq_export.json`, which `seq2seq.export.engine` reads to tokenise and to bound lengths.
+`seq2seq_export.json`, which `seq2seq.export.engine` reads to tokenise and to bound lengths:
+the longest source it keeps (`data.max_len`, at most the encoder's positions less EOS), the
+decoder's positions, the two vocabulary sizes and the sha256 of every file but the weights,
+which the engine checks at load (`seq2seq.export.parts`). The folder is written through
+`seq2seq.output_folders`: checked before the conversion, written beside OUT and swapped in
+when complete, and an earlier folder replaced (`--force`) only when it is an export this
+command wrote (its `.seq2seq-output.json` lists every file in it).
 
 Alignment: the caller (`seq2seq-export`) names the cross-attention layer and head the
 checkpoint aligns with (`seq2seq.align.defaults`; head None for the layer's head mean), as
@@ -36,10 +46,11 @@ mean, which CTranslate2 averages. `seq2seq_export.json` records it under `alignm
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import math
-import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -50,11 +61,14 @@ from seq2seq.inference import Translator
 from seq2seq.models.attention import Attention
 from seq2seq.models.decoders.transformer import TransformerDecoder
 from seq2seq.models.encoders.transformer import TransformerEncoder
+from seq2seq.output_folders import claim_output_folder
 from seq2seq.special_tokens import BOS_PIECE, EOS_PIECE, UNK_PIECE
 
 QUANTIZATIONS = ("float32", "int8", "int16")
 EXPORT_FORMAT = 1
 META_FILE = "seq2seq_export.json"
+WEIGHTS_FILE = "model.bin"
+COMMAND = "seq2seq-export"
 TOKENIZER_SUFFIX = {"sentencepiece": "model", "symbols": "json"}
 INSTALL_HINT = "pip install 'seq2seq-attention[export]' (the ctranslate2 package)"
 
@@ -82,6 +96,22 @@ def import_ctranslate2():
 
 
 # ---------------------------------------------------------------- what can be exported
+
+
+@contextlib.contextmanager
+def conversion_stage(stage: str) -> Iterator[None]:
+    """Any error CTranslate2 raises in the block, as one ExportError line naming `stage`;
+    an ExportError of ours and an OSError (the folder's, one line through
+    `seq2seq.output_folders`) pass as they are, and so do Ctrl-C and SystemExit."""
+    try:
+        yield
+    except (ExportError, OSError):
+        raise
+    except Exception as error:  # CTranslate2's own ValueError, RuntimeError, TypeError, ...
+        reason = " ".join(str(error).split()) or "no message"
+        raise ExportError(
+            f"CTranslate2 failed to {stage} ({type(error).__name__}: {reason})"
+        ) from error
 
 
 def check_exportable(model: nn.Module, config: Any) -> None:
@@ -325,27 +355,49 @@ def export_ctranslate2(
         raise ExportError(
             f"--quantization must be one of {', '.join(QUANTIZATIONS)}, got {quantization!r}"
         )
-    out_dir = Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())) and not force:
-        raise ExportError(
-            f"{out_dir} exists and is not an empty folder; pass --force to replace it"
-        )
+    place = claim_output_folder(
+        out_dir, command=COMMAND, inputs=[Path(checkpoint)], force=force
+    )  # before any work: a place we may write, never a folder we did not make
     import_ctranslate2()
     translator = Translator.load(checkpoint, "cpu")
     check_exportable(translator.model, translator.config)
     tokenizers = (translator.src_tokenizer, translator.tgt_tokenizer)
     alignment = choose_alignment(translator) if choose_alignment is not None else None
-    spec = transformer_spec(
-        translator.model, (vocabulary(tokenizers[0]), vocabulary(tokenizers[1])), alignment
-    )
-    spec.validate()
-    spec.optimize(quantization=quantization)
-    if out_dir.exists():
-        shutil.rmtree(out_dir) if out_dir.is_dir() else out_dir.unlink()
-    out_dir.mkdir(parents=True)
-    spec.save(str(out_dir))
-    _write_side_files(out_dir, translator, quantization, Path(checkpoint).name, alignment)
-    return out_dir
+    vocabularies = (vocabulary(tokenizers[0]), vocabulary(tokenizers[1]))
+    with conversion_stage("convert the model"):
+        spec = transformer_spec(translator.model, vocabularies, alignment)
+        spec.validate()
+    with conversion_stage(f"optimise the model to {quantization}"):
+        spec.optimize(quantization=quantization)
+    with place.writing() as folder:  # swapped in only once complete
+        with conversion_stage("save the model"):
+            spec.save(str(folder))
+        _write_side_files(folder, translator, quantization, Path(checkpoint).name, alignment)
+    return Path(out_dir)
+
+
+def file_fingerprint(path: Path) -> str:
+    """`sha256:<hex>` of the file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def fingerprints(folder: Path) -> dict[str, str]:
+    """The fingerprint of every file of the folder but the weights (`model.bin`, large)
+    and the metadata: the tokenisers, vocabularies and CTranslate2's config, which the
+    engine checks belong together at load (`seq2seq.export.parts`)."""
+    skipped = {WEIGHTS_FILE, META_FILE}
+    return {path.name: file_fingerprint(path) for path in sorted(folder.iterdir())
+            if path.is_file() and path.name not in skipped}  # fmt: skip
+
+
+def _source_limit(translator: Translator) -> int:
+    """The most source pieces a sentence keeps: `data.max_len`, and never more than the
+    encoder's position table holds with the EOS after them."""
+    return min(translator.max_source_len, translator.model.encoder.positions.max_positions - 1)
 
 
 def _write_side_files(
@@ -366,10 +418,13 @@ def _write_side_files(
         "quantization": quantization,
         "checkpoint": name,
         "tokenizers": sides,
-        "max_source_len": translator.max_source_len,
+        "max_source_len": _source_limit(translator),
         "decoder_positions": translator.model.decoder.positions.max_positions,
         "src_lang": str(translator.config.data.src_lang),
         "tgt_lang": str(translator.config.data.tgt_lang),
         "alignment": None if alignment is None else alignment._asdict(),
-    }
+        "vocabulary_sizes": {"src": translator.src_tokenizer.vocab_size,
+                             "tgt": translator.tgt_tokenizer.vocab_size},
+        "fingerprints": fingerprints(out_dir),
+    }  # fmt: skip
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

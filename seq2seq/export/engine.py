@@ -23,7 +23,6 @@ tensor: one layer and head, the rows of the output pieces and EOS (with a beam w
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections import defaultdict
@@ -32,9 +31,11 @@ from pathlib import Path
 
 import torch
 
+from seq2seq.bounded_files import StructuredFileError, read_bounded
 from seq2seq.data.tokenizer import Tokenizer, tokenizer_from_bytes
 from seq2seq.decoding import SearchSettings
-from seq2seq.export.ctranslate2 import EXPORT_FORMAT, META_FILE, ExportError, import_ctranslate2
+from seq2seq.export.ctranslate2 import META_FILE, ExportError, import_ctranslate2
+from seq2seq.export.parts import TOKENIZER_LIMIT, check_parts, read_meta
 from seq2seq.inference import Translation
 from seq2seq.search import Hypothesis
 from seq2seq.special_tokens import BOS_PIECE, EOS_PIECE, PAD_PIECE
@@ -62,12 +63,14 @@ class CTranslate2Translator:
         threads: int | None = None,
         compute_type: str | None = None,
     ):
-        """ExportError (one line) for a folder that is not a seq2seq-export output.
+        """ExportError (one line) for a folder that is not a seq2seq-export output, or
+        whose parts do not belong together (`seq2seq.export.parts`).
         `compute_type` (CTranslate2's: float32, int8, ...) converts the weights at load;
         None keeps the precision the folder was written in."""
         folder = Path(folder)
         meta = read_meta(folder)
         tokenizers = [_side_tokenizer(folder, meta, side) for side in ("src", "tgt")]
+        check_parts(folder, meta, dict(zip(("src", "tgt"), tokenizers)))
         ctranslate2 = import_ctranslate2()
         parsed = torch.device(device)
         try:
@@ -179,23 +182,6 @@ class CTranslate2Translator:
         )
 
 
-def read_meta(folder: Path) -> dict:
-    """`seq2seq_export.json` of an export folder; ExportError naming what is wrong."""
-    path = folder / META_FILE
-    if not path.is_file():
-        raise ExportError(f"{folder}: no {META_FILE}; give a folder written by seq2seq-export")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ExportError(f"{path}: cannot be read ({_first_line(error)})") from error
-    if not isinstance(meta, dict) or meta.get("format") != EXPORT_FORMAT:
-        raise ExportError(f"{path}: not an export of format {EXPORT_FORMAT}")
-    for key in ("max_source_len", "decoder_positions"):
-        if type(meta.get(key)) is not int or meta[key] < 1:
-            raise ExportError(f"{path}: {key}: expected a positive int")
-    return meta
-
-
 def _side_tokenizer(folder: Path, meta: dict, side: str) -> Tokenizer:
     entry = (
         meta.get("tokenizers", {}).get(side) if isinstance(meta.get("tokenizers"), dict) else None
@@ -206,7 +192,11 @@ def _side_tokenizer(folder: Path, meta: dict, side: str) -> Tokenizer:
         raise ExportError(f"{folder / META_FILE}: tokenizers.{side}: expected kind, lang and file")
     path = folder / Path(entry["file"]).name  # a name beside the model, never a path elsewhere
     try:
-        return tokenizer_from_bytes(entry["kind"], path.read_bytes(), entry["lang"])
+        data = read_bounded(path, limit=TOKENIZER_LIMIT)
+    except StructuredFileError as error:
+        raise ExportError(str(error)) from None
+    try:
+        return tokenizer_from_bytes(entry["kind"], data, entry["lang"])
     except Exception as error:  # sentencepiece and json raise many kinds on bad bytes
         raise ExportError(f"{path}: the tokeniser cannot be read ({_first_line(error)})") from error
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seq2seq.bounded_files import read_json
 from seq2seq.lab.experiment import Experiment, Finding
 
 RECORD = "finding.json"  # beside the figures: what the index page and the tests read
@@ -109,7 +110,9 @@ def page_text(run: LabRun) -> str:
     """The Markdown page of one experiment's run."""
     experiment, finding = run.experiment, run.finding
     command = f"seq2seq-lab {experiment.name}" + (" --quick" if run.quick else "")
-    figures = "\n\n".join(f"![{path.stem}]({experiment.name}/{path.name})" for path in finding.figures)
+    figures = "\n\n".join(
+        f"![{path.stem}]({experiment.name}/{path.name})" for path in finding.figures
+    )
     return "\n".join([
         f"# {experiment.title}",
         "",
@@ -173,7 +176,7 @@ def write_index(out_root: Path, experiments: list[Experiment]) -> Path:
         record_file = out_root / experiment.name / RECORD
         if not record_file.is_file():
             continue
-        record = json.loads(record_file.read_text(encoding="utf-8"))
+        record = read_json(record_file)
         agrees = {True: "yes", False: "no", None: "undecided"}[record["agrees"]]
         models = record.get("models", [])
         rows.append({

@@ -12,7 +12,6 @@ from its last checkpoint (`trainer.resume=auto`).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 from hydra import compose, initialize_config_module
 from omegaconf import DictConfig
 
+from seq2seq.bounded_files import read_json
 from seq2seq.config import register_configs
 from seq2seq.inference import Translator
 from seq2seq.lab.experiment import LabContext
@@ -98,7 +98,7 @@ def trained(context: LabContext, overrides: list[str], label: str) -> TrainedRun
     run_dir = run_folder(context, label, overrides)
     results_file = run_dir / RESULTS
     if results_file.is_file():
-        results = json.loads(results_file.read_text(encoding="utf-8"))
+        results = read_json(results_file)
         log.info("lab: %s reused from %s", label, run_dir)
         context.models.append((label, True, float(results.get("train_minutes", 0.0))))
         return TrainedRun(label, run_dir, results)

@@ -13,11 +13,11 @@ writes (one row per symmetrisation, named `eflomal <method>`). Each becomes a ro
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from seq2seq.align.extract import AlignmentError
+from seq2seq.bounded_files import StructuredFileError, read_json
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.runs.gold_aer import checkpoint_aer
 from seq2seq.runs.reading import BEST_CHECKPOINT
@@ -70,9 +70,9 @@ def read_aligners(path: Path) -> list[dict[str, Any]]:
     """A word aligner's file (module docstring) as rows of sweep `aligners`: one row for
     the short form, one per symmetrisation for `seq2seq-align-baseline --json`."""
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise AlignerFileError(f"aligner file {path}: {error}") from error
+        found = read_json(path)
+    except StructuredFileError as error:
+        raise AlignerFileError(f"aligner file {error}") from None
     if isinstance(found, dict) and isinstance(found.get("scores"), dict):
         test = found["scores"].get("test")
         if not isinstance(test, dict) or not test:

@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import plugins, registry
 from seq2seq.align.guidance import check_links_source, with_training_links
+from seq2seq.bounded_files import StructuredFileError, read_json
 from seq2seq.build import ConfigError, build_model, count_parameters, plain
 from seq2seq.checkpoint import (
     CheckpointError,
@@ -47,7 +48,7 @@ from seq2seq.runs.folder import (
     resolve_resume,
     run_folder_lock,
 )
-from seq2seq.settings_checks import check_settings, complete_option_nodes
+from seq2seq.settings_checks import check_machine, check_settings, complete_option_nodes
 from seq2seq.sizing import Vocabulary, check_size_limit, check_state_shapes, configured_vocabulary
 from seq2seq.training import distributed
 from seq2seq.training.guidance import resolve_layer
@@ -66,6 +67,9 @@ def select_device(name: str) -> torch.device:
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"trainer.device={name!r} but no CUDA device is available")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        count = torch.cuda.device_count()
+        raise ConfigError(f"trainer.device={name!r} but this machine has {count} CUDA device(s)")
     return device
 
 
@@ -151,6 +155,7 @@ def check_startup(cfg: DictConfig) -> None:
     complete_option_nodes(cfg)
     check_known_keys(cfg)
     check_settings(cfg)
+    check_machine(cfg)
     check_links_source(plain(cfg))
     check_size_limit(cfg, configured_vocabulary(data_config(cfg)))
 
@@ -272,8 +277,8 @@ def results_that_stand(trainer: Trainer, cfg: DictConfig, trained_from: int) -> 
     if trainer.progress.step != trained_from or not path.is_file():
         return None
     try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        results = read_json(path)
+    except StructuredFileError:
         return None
     same = isinstance(results, dict) and results.get("tested") == tested_state(trainer, cfg)
     if same:

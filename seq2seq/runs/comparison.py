@@ -39,10 +39,12 @@ from omegaconf import II, MISSING
 
 from seq2seq.configs import preset_names
 from seq2seq.metrics import BOOTSTRAP_RESAMPLES
+from seq2seq.output_folders import check_output_place
 from seq2seq.runs.launch import Sweep, run_sweep, seed_list, threads_per_job
 from seq2seq.runs.reading import RunReadError, best_choice, find_runs, read_config
 from seq2seq.runs.report import ReportSettings, write_report
 from seq2seq.runs.sweep import link_runs, report_count, warn
+from seq2seq.settings_checks import MAX_SEED, thread_limit, threads_problem
 
 log = logging.getLogger(__name__)
 STAGES = ("attention", "encoders", "guided", "aligner", "summary")
@@ -51,6 +53,8 @@ CHOSEN_ATTENTION, MADE_BY = "encoders_attention.txt", "made_by.txt"  # in the co
 ALIGNER_FILE = "aligner_eflomal.json"
 # eflomal's rows: each direction alone, then the two combined
 ALIGNER_METHODS = ("forward", "reverse", "intersection", "union", "grow-diag-final-and")
+MAX_SEEDS = 1000  # seeds per configuration: far beyond any significance test's need
+MAX_RESAMPLES = 10**6  # report.resamples: the bootstrap's, a thousand times its default
 
 
 class StageError(RuntimeError):
@@ -122,8 +126,49 @@ def check(settings: CompareConfig) -> None:
     unknown = [stage for stage in settings.stages if stage not in STAGES]
     if unknown:
         raise ValueError(f"stages: unknown {unknown}; the stages are {list(STAGES)}")
+    check_counts(settings)
     seed_list(settings.seeds, settings.seed_base)
     threads_per_job(settings.jobs)
+    for place in output_places(settings):
+        check_output_place(place)
+
+
+def output_places(settings: CompareConfig) -> list[Path]:
+    """The folders the stages will write: the compare folder (the training stages and the
+    aligner), and the summary's report and files folders; checked before any work."""
+    folder, places = Path(settings.dir), []
+    if any(stage != "summary" for stage in settings.stages):
+        places.append(folder)
+    if "summary" in settings.stages:
+        report = settings.report
+        places.append(Path(report.out_dir or settings.budget.out_dir or folder))
+        extra = files_dir(report.out_dir, settings.budget)
+        places += [extra] if extra is not None else []
+    return places
+
+
+def check_counts(settings: CompareConfig) -> None:
+    """ValueError naming the key of a count too large for this machine or for the seeds
+    numpy takes: `threads` and `jobs` as `seq2seq.settings_checks.thread_limit` allows,
+    `seeds` up to MAX_SEEDS, `report.resamples` up to MAX_RESAMPLES."""
+    if settings.threads is not None:
+        problem = threads_problem(settings.threads, all_cores=True)
+        if problem is not None:
+            raise ValueError(f"threads {problem}, got {settings.threads!r}")
+    if settings.jobs > thread_limit():
+        raise ValueError(
+            f"jobs must be at most {thread_limit()} on this machine, not {settings.jobs}"
+        )
+    if settings.seeds > MAX_SEEDS:
+        raise ValueError(f"seeds must be at most {MAX_SEEDS}, not {settings.seeds}")
+    if not 0 <= settings.seed_base <= MAX_SEED - max(settings.seeds, 1) + 1:
+        raise ValueError(
+            f"seed_base: the seeds must lie in 0 to {MAX_SEED}, not from {settings.seed_base}"
+        )
+    if not 1 <= settings.report.resamples <= MAX_RESAMPLES:
+        raise ValueError(
+            f"report.resamples must be from 1 to {MAX_RESAMPLES:,}, not {settings.report.resamples}"
+        )
 
 
 def run_comparison(settings: CompareConfig, command: str) -> Path | None:

@@ -11,12 +11,15 @@ not text) is skipped and named, with its number, in `Series.skipped`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from seq2seq.training.progress import MetricsFile
 
 SHOWN_SKIPS = 5  # skipped lines named in `skipped_summary`; the others are counted
+LINE_LIMIT = 64 * 1024  # bytes: a logged step is a few hundred
 
 
 @dataclass
@@ -40,16 +43,28 @@ def read_series(run_dir: Path, tag: str) -> Series:
     lines skipped. OSError when the file cannot be read."""
     path = Path(run_dir) / MetricsFile.NAME
     series = Series(path)
-    for number, line in enumerate(path.read_bytes().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            step, value = parse_line(line, tag)
-        except ValueError as error:
-            series.skipped.append(f"line {number} ({error})")
-            continue
-        series.values[step] = value
+    with path.open("rb") as stream:
+        for number, line in enumerate(bounded_lines(stream), 1):
+            if not line.strip():
+                continue
+            try:
+                step, value = parse_line(line, tag)
+            except ValueError as error:
+                series.skipped.append(f"line {number} ({error})")
+                continue
+            series.values[step] = value
     return series
+
+
+def bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """The lines of a binary stream, each read at most `LINE_LIMIT + 1` bytes at a time: a
+    longer line (no line is near it) is yielded cut, and fails to parse, instead of being
+    held whole in memory; the rest of it is skipped."""
+    while line := stream.readline(LINE_LIMIT + 1):
+        if len(line) > LINE_LIMIT and not line.endswith(b"\n"):
+            while (rest := stream.readline(LINE_LIMIT)) and not rest.endswith(b"\n"):
+                pass
+        yield line
 
 
 def parse_line(line: bytes, tag: str) -> tuple[int, float]:
@@ -60,6 +75,8 @@ def parse_line(line: bytes, tag: str) -> tuple[int, float]:
         raise ValueError("not UTF-8 text") from None
     except json.JSONDecodeError as error:
         raise ValueError(f"not valid JSON: {error.msg}") from None
+    except RecursionError:
+        raise ValueError("not valid JSON: nested too deep") from None
     if not isinstance(row, dict):
         raise ValueError(f"not a JSON object: {type(row).__name__}")
     step, value = row.get("step"), row.get(tag)

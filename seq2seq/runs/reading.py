@@ -15,6 +15,7 @@ path, and a caller that reads many runs reports it in one line and leaves the ru
 from __future__ import annotations
 
 import json
+import logging
 import os
 import statistics
 import sys
@@ -27,7 +28,14 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from seq2seq.bounded_files import (
+    StructuredFileError,
+    parse_json_text,
+    parse_yaml_text,
+    read_text_bounded,
+)
 from seq2seq.checkpoint_config import migrate_flat_attention
+from seq2seq.folder_walk import walk_folders
 from seq2seq.runs.folder import RESULTS_NAME
 from seq2seq.visualise.heatmap import describe_run
 
@@ -39,6 +47,7 @@ RESULT_INTEGERS = ("parameters", "steps", "best_step", "epochs")  # results.json
 RESULT_NUMBERS = ("valid_best_bleu", "train_minutes", "train_tflop")
 TEST_NUMBERS = ("bleu", "chrf")  # of results.json's `test`
 CONFIG_GROUPS = ("encoder", "decoder", "attention", "data")  # what naming a run reads
+log = logging.getLogger(__name__)
 
 
 class RunReadError(ValueError):
@@ -52,14 +61,14 @@ class RunReadError(ValueError):
 def runs_below(folder: Path, marker: str = RUN_CONFIG) -> list[Path]:
     """Run folders at or below `folder` that hold the file `marker` (a relative path), in
     sweep job order. Symbolic links are followed: `make compare` links a run of the
-    attention sweep into the encoder sweep instead of training it twice."""
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder} is not a folder")
-    runs = [
-        Path(root)
-        for root, _, _ in os.walk(folder, followlinks=True)
-        if (Path(root) / marker).is_file()
-    ]
+    attention sweep into the encoder sweep instead of training it twice, within the folder
+    or to another run folder; each real folder is visited once and what is skipped (a link
+    out of the tree, a loop, a folder too deep) is said in one logged line (`walk_folders`).
+    FileNotFoundError when `folder` is not a folder."""
+    walk = walk_folders(folder, marker=marker)
+    if walk.skipped:
+        log.warning("%s: %s", folder, walk.summary())
+    runs = [found for found in walk.folders if (found / marker).is_file()]
     return sorted(runs, key=job_order)
 
 
@@ -100,9 +109,9 @@ def read_results(run_dir: Path) -> dict[str, Any]:
     if not text.strip():
         raise RunReadError(f"{path}: empty file (the run stopped while writing it?)")
     try:
-        found = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise RunReadError(f"{path}: not valid JSON, truncated? ({error})") from error
+        found = parse_json_text(text, source=str(path))
+    except StructuredFileError as error:
+        raise RunReadError(f"{error}, truncated?") from None
     check_results(found, path)
     return found
 
@@ -131,12 +140,11 @@ def read_config(run_dir: Path) -> DictConfig:
     when it is not a YAML mapping that resolves, holds the model's settings and an integer
     `trainer.seed` (or none)."""
     path = run_dir / RUN_CONFIG
-    text = read_text(path)
+    shape = read_yaml_file(path)  # aliases refused before OmegaConf sees anything
     try:
-        shape = yaml.safe_load(text)
-        config = OmegaConf.create(text)
-    except (yaml.YAMLError, OmegaConfBaseException) as error:
-        raise RunReadError(f"{path}: not valid YAML ({first_line(error)})") from error
+        config = OmegaConf.create(shape) if isinstance(shape, dict) else None
+    except OmegaConfBaseException as error:
+        raise RunReadError(f"{path}: not a run's config ({first_line(error)})") from error
     if not isinstance(shape, dict) or not isinstance(config, DictConfig):
         raise RunReadError(f"{path}: not a YAML mapping (got {kind_of(shape)})")
     migrate_attention(config)
@@ -180,10 +188,7 @@ def read_overrides(run_dir: Path) -> list[str]:
     path = run_dir / RUN_OVERRIDES
     if not path.is_file():
         return []
-    try:
-        found = yaml.safe_load(read_text(path))
-    except yaml.YAMLError as error:
-        raise RunReadError(f"{path}: not valid YAML ({first_line(error)})") from error
+    found = read_yaml_file(path)
     if not isinstance(found, list) or any(isinstance(item, (list, dict)) for item in found):
         raise RunReadError(f"{path}: not a YAML list of overrides (got {kind_of(found)})")
     return [str(item) for item in found]
@@ -197,13 +202,21 @@ def command_line_choice(run_dir: Path, group: str) -> str | None:
 
 
 def read_text(path: Path) -> str:
-    """A run file's UTF-8 text; RunReadError when it cannot be read or is not UTF-8."""
+    """A run file's UTF-8 text, at most `STRUCTURED_LIMIT` bytes (checked before reading);
+    RunReadError when it cannot be read, is too big or is not UTF-8."""
     try:
-        return path.read_bytes().decode("utf-8")
-    except OSError as error:
-        raise RunReadError(f"{path}: cannot be read ({error.strerror or error})") from error
-    except UnicodeDecodeError as error:
-        raise RunReadError(f"{path}: not UTF-8 text (byte {error.start})") from error
+        return read_text_bounded(path)
+    except StructuredFileError as error:
+        raise RunReadError(str(error)) from None
+
+
+def read_yaml_file(path: Path) -> Any:
+    """A run file's YAML as plain data, read within bounds, aliases refused before they are
+    expanded (`seq2seq.bounded_files`); RunReadError naming the file and line otherwise."""
+    try:
+        return parse_yaml_text(read_text(path), source=str(path))
+    except StructuredFileError as error:
+        raise RunReadError(str(error)) from None
 
 
 def kind_of(value: Any) -> str:
@@ -319,9 +332,7 @@ def run_titles(runs: list[Path], configs: list[Any]) -> list[str]:
     return [" · ".join(f"{key}={d.get(key, '-')}" for key in keys) for d in descriptions]
 
 
-def best_choice(
-    sweep_dir: Path, group: str, unreadable: list[RunReadError] | None = None
-) -> str:
+def best_choice(sweep_dir: Path, group: str, unreadable: list[RunReadError] | None = None) -> str:
     """The `group=<option>` command-line choice with the best valid BLEU in the sweep, the
     mean over its finished runs (its seeds; `make compare` picks sweep B's attention this
     way: by validation, never by test). A tie goes to the option met first in job order.

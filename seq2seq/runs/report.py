@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.metrics import BOOTSTRAP_RESAMPLES, SIGNIFICANCE_LEVEL
+from seq2seq.output_folders import check_output_place, place_error
 from seq2seq.runs.aer_rows import fill_aer, read_aligners
 from seq2seq.runs.alignments import sweep_image
 from seq2seq.runs.reading import RunReadError
@@ -373,7 +374,7 @@ def write_report(sweep_dirs: list[Path], settings: ReportSettings) -> Path | Non
     out_dir = Path(settings.out_dir)
     files_dir = out_dir if settings.files_dir is None else Path(settings.files_dir)
     for folder in (out_dir, files_dir):
-        folder.mkdir(parents=True, exist_ok=True)
+        check_output_place(folder)  # one line before the statistics, not a traceback after
     roles = {
         name: assess(configurations, list(settings.baselines), settings.resamples,
                      settings.twin_marker)
@@ -383,12 +384,17 @@ def write_report(sweep_dirs: list[Path], settings: ReportSettings) -> Path | Non
         scored: dict[Path, Any] = {}
         for configurations in sweeps.values():
             fill_aer(configurations, settings.device, scored)
-    images = sweep_images(sweep_dirs, files_dir, settings.device) if settings.image else {}
-    rows = [row for cs in sweeps.values() for c in cs for row in c.rows] + aligners
-    write_csv(rows, files_dir / CSV_NAME)
-    report = Report(sweeps, roles, images, aligners, unreadable)
-    path = out_dir / REPORT_NAME
-    path.write_text("\n".join(report.lines(path, settings)) + "\n", encoding="utf-8")
+    try:
+        for folder in (out_dir, files_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        images = sweep_images(sweep_dirs, files_dir, settings.device) if settings.image else {}
+        rows = [row for cs in sweeps.values() for c in cs for row in c.rows] + aligners
+        write_csv(rows, files_dir / CSV_NAME)
+        report = Report(sweeps, roles, images, aligners, unreadable)
+        path = out_dir / REPORT_NAME
+        path.write_text("\n".join(report.lines(path, settings)) + "\n", encoding="utf-8")
+    except OSError as error:  # a disk filled or a folder made read-only meanwhile
+        raise place_error(error, out_dir) from error
     return path
 
 

@@ -254,11 +254,11 @@ def link_runs(source: Path, target: Path, choice: str) -> list[Path]:
         raise FileNotFoundError(f"no run below {source} was started with {choice}")
     target.mkdir(parents=True, exist_ok=True)
     entries = [entry for entry in target.iterdir() if entry.name.split("_", 1)[0].isdigit()]
-    linked = {entry.resolve() for entry in entries if entry.is_symlink()}
+    linked = {os.path.realpath(entry) for entry in entries if entry.is_symlink()}  # no raise
     number = max((int(entry.name.split("_", 1)[0]) for entry in entries), default=-1) + 1
     made = []
     for run in runs:
-        if run.resolve() in linked:
+        if os.path.realpath(run) in linked:
             continue
         link = target / f"{number}_{run.name.split('_', 1)[-1]}"
         link.symlink_to(os.path.relpath(run, target), target_is_directory=True)

@@ -5,16 +5,18 @@
 * `engine`: a loaded model behind one interface: the PyTorch `Translator` or a CTranslate2
   export (`TorchEngine`, `CTranslate2Engine`): translations, Pharaoh links, viewer views;
 * `batching`: the bounded queue whose one worker thread merges the requests of many clients
-  into batches (`BatchQueue`);
+  into batches and drops the work nobody awaits any more (`BatchQueue`);
+* `hosts`: the names a request's `Host` may give (against DNS rebinding);
 * `page`: the page at `/`, the attention viewer (`seq2seq.visualise.viewer`) with a text box;
 * `app`: the FastAPI application over those (`create_app(engine, limits)`);
+* `server`: uvicorn as the command runs it, with a deadline for every request's headers;
 * `process`: a server in a subprocess on a free loopback port (the browser and load tests);
 * `load`: the load test (`scripts/serve_load.py`): throughput, latency percentiles, errors
   and the server's peak memory at several concurrencies, as a Markdown table.
 
 FastAPI and uvicorn are the optional extra `serve` (`pip install 'seq2seq-attention[serve]'`),
-imported only by `app` and the command line; `limits`, `batching`, `process` and `load` need
-the standard library alone.
+imported only by `app`, `server` and the command line; `limits`, `batching`, `hosts`,
+`process` and `load` need the standard library alone.
 """
 
 INSTALL_HINT = "pip install 'seq2seq-attention[serve]'"

@@ -3,7 +3,9 @@
 A request over a limit is answered 422 with the limit in words (`request_problem`); a full
 queue is answered 503. The defaults fit a small model on a laptop: a client sends up to 32
 sentences of up to 500 characters, 64 requests wait at most, and the worker merges up to 64
-sentences, waiting up to 5 ms for more after the first.
+sentences, waiting up to 5 ms for more after the first. A request's translation may take 60 s
+(`timeout_s`: then it is answered 504 and its work dropped), and a client has 10 s to send a
+request's headers and again 10 s for its body (`read_timeout_s`).
 """
 
 from __future__ import annotations
@@ -33,8 +35,15 @@ class Limits:
     )
     max_beam: int = field(default=16, metadata={"help": "largest beam_size a request may ask"})
     timeout_s: float = field(
-        default=60.0, metadata={"help": "seconds a request may wait for its translation"}
-    )
+        default=60.0,
+        metadata={"help": "seconds a request's translation may take, queued and running; "
+                  "then it is answered 504 and its work is dropped"},
+    )  # fmt: skip
+    read_timeout_s: float = field(
+        default=10.0,
+        metadata={"help": "seconds a client has to send a request's headers, and again its "
+                  "body; then the connection is closed (408 for a late body)"},
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         for name in ("max_chars", "max_sentences", "max_queue", "max_batch", "max_beam"):
@@ -43,6 +52,7 @@ class Limits:
                 raise LimitsError(name, f"must be an integer of at least 1, got {value!r}")
         _check_seconds("max_wait_ms", self.max_wait_ms, minimum=0.0, maximum=1000.0)
         _check_seconds("timeout_s", self.timeout_s, minimum=0.001, maximum=3600.0)
+        _check_seconds("read_timeout_s", self.read_timeout_s, minimum=0.01, maximum=600.0)
 
     @property
     def max_body_bytes(self) -> int:

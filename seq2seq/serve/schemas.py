@@ -56,6 +56,10 @@ class Health(BaseModel):
     status: str
     engine: str
     queued: int = Field(description="requests waiting for the worker")
+    sentences_translated: int = Field(description="sentences the model translated so far")
+    sentences_dropped: int = Field(
+        description="sentences not translated: their client hung up or their time ran out"
+    )
     peak_rss_mib: float | None = Field(description="the server process's peak resident memory")
     limits: dict[str, float]
 

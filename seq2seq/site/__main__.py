@@ -23,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from seq2seq.output_folders import OutputPlaceError, check_output_place, place_error
 from seq2seq.site import readme_tables, reference
 from seq2seq.site.includes import REPO_ROOT
 from seq2seq.site.outputs import fill_page, region_names
@@ -111,6 +112,21 @@ def main(argv: list[str] | None = None) -> int:
         help="also run the README's first run as shown (about a minute): its output and picture",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    try:
+        return build(args)
+    except OSError as error:  # a page or picture that cannot be written: one line
+        print(f"python -m seq2seq.site: {place_error(error, REPO_ROOT)}", file=sys.stderr)
+        return 2
+    except OutputPlaceError as error:
+        print(f"python -m seq2seq.site: {error}", file=sys.stderr)
+        return 2
+
+
+def build(args: argparse.Namespace) -> int:
+    """The steps of the module docstring; 0, or 1 when a page's block failed. The places
+    written are checked first, so that minutes of blocks never end in an unwritable page."""
+    for place in (REPO_ROOT, REPO_ROOT / "docs", REPO_ROOT / FIRST_RUN_IMAGE.parent):
+        check_output_place(place)
     for path in reference.write_pages(REPO_ROOT / "docs"):
         print(f"wrote {path.relative_to(REPO_ROOT)}")
     for path in readme_tables.write_readmes(REPO_ROOT):

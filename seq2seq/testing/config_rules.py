@@ -24,11 +24,9 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
+from seq2seq.bounded_files import read_yaml
 from seq2seq.models.attention.options import component_node
 from seq2seq.option_rules import checked_options
 from seq2seq.testing.presets import OPTION_GROUPS, preset_group
@@ -182,7 +180,7 @@ def _normal(key: str, value: Any) -> Any:
 def written_keys(file: str) -> dict[str, Any]:
     """The keys a preset writes: its body's, and the group choices of its defaults list.
     A key whose value is a mapping maps to the set of that mapping's keys."""
-    loaded = OmegaConf.to_container(OmegaConf.load(Path(file)), resolve=False)
+    loaded = read_yaml(file) or {}  # a user's preset too: bounded, no aliases
     written: dict[str, Any] = {}
     for entry in loaded.pop("defaults", None) or []:
         if isinstance(entry, dict):

@@ -20,6 +20,8 @@ name.
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +29,14 @@ from hydra import compose, initialize_config_module
 from omegaconf import DictConfig
 
 from seq2seq import registry
+from seq2seq.bounded_files import read_yaml
 from seq2seq.build import plain
 from seq2seq.config import register_configs
 from seq2seq.configs import config_files
+from seq2seq.folder_walk import walk_folders
 from seq2seq.models.attention.options import component_name
 
+log = logging.getLogger(__name__)
 CONFIG_MODULE = "seq2seq.configs"
 OPTION_GROUPS = ("score", "region")  # chosen inside an attention node, not by a group of their own
 
@@ -41,13 +46,28 @@ def preset_group(group: str) -> str:
     return "attention" if group in OPTION_GROUPS else group
 
 
+def check_user_presets(config_dir: Path) -> None:
+    """Read every YAML file of the user's config folder within bounds before Hydra composes
+    any (Hydra's loader expands aliases): StructuredFileError naming the first that is too
+    big, holds an alias, nests too deep or is not YAML (`seq2seq.bounded_files`)."""
+    walk = walk_folders(config_dir)
+    if walk.skipped:
+        log.warning("%s: %s", config_dir, walk.summary())
+    for file in walk.files:
+        if file.suffix in (".yaml", ".yml"):
+            read_yaml(file)
+
+
 class Catalog:
     """The presets of the package and of `config_dir`, each composed at most once."""
 
     def __init__(self, config_dir: str | Path | None = None):
-        self.config_dir = None if config_dir is None else Path(config_dir).resolve()
+        # realpath, not Path.resolve: a folder that is a link loop must not raise RuntimeError
+        self.config_dir = None if config_dir is None else Path(os.path.realpath(config_dir))
         if self.config_dir is not None and not self.config_dir.is_dir():
             raise FileNotFoundError(f"config folder {self.config_dir} does not exist")
+        if self.config_dir is not None:
+            check_user_presets(self.config_dir)
         self._composed: dict[tuple[str, str], DictConfig | Exception] = {}
         register_configs()  # the schemas of every component registered by now
 

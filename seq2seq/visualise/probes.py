@@ -32,6 +32,7 @@ from seq2seq.data.languages import base_language
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.metrics.alignment_accuracy import Link
 from seq2seq.special_tokens import EOS_PIECE
+from seq2seq.text_encoding import decoded_text
 from seq2seq.visualise.text import WORD_BOUNDARY
 
 PROBE_FOLDER = Path(__file__).with_name("probes")
@@ -66,7 +67,8 @@ def load_probes(path: str | Path) -> list[Probe]:
     if not path.is_file():
         raise FileNotFoundError(f"probe file {path} does not exist (logging.probe_file)")
     probes = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    text = decoded_text(path.read_bytes(), str(path))  # UTF-16/32: a ValueError naming it
+    for number, line in enumerate(text.splitlines(), 1):
         if line.strip() and not line.lstrip().startswith("#"):
             probes.append(parse_probe_line(line, f"{path}:{number}"))
     return probes

@@ -1,12 +1,13 @@
 """Fuzzing `read_pairs` with arbitrary corpus files (hypothesis).
 
-Whatever the bytes, reading either refuses the file with a CorpusError or returns pairs
-such that every line read is accounted for (kept, malformed or skipped for a control
+Whatever the bytes, reading either refuses the file with a CorpusError (no pair left,
+or bytes that read as UTF-16/32 text) or returns pairs such that every line read is accounted for (kept, malformed or skipped for a control
 character) and no kept sentence holds a control character, a tab or a byte-order mark.
 """
 
 from __future__ import annotations
 
+import codecs
 import tempfile
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seq2seq.data.corpus import CONTROL_CHARACTERS, CorpusError, read_pairs
+from seq2seq.text_encoding import SAMPLE_BYTES
 
 BOM = "\ufeff"
 CONTROL_TEXT = st.sampled_from(["\x00", "\x01", "\x1b", "\x7f", "\x85", "\x9f", "\r", "\x0b"])
@@ -61,6 +63,12 @@ def check_one_corpus(folder: Path, corpus: tuple) -> bool:
             path, src_column=0, tgt_column=1, num_columns=2, max_malformed_share=1.0
         )
     except CorpusError as error:
+        if "the project reads UTF-8" in str(error):
+            # bytes that read as UTF-16/32 text (seq2seq.text_encoding): a UTF-16/32
+            # byte-order mark, or NUL bytes in the part looked at
+            marked = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+            assert marked or 0 in data[:SAMPLE_BYTES], str(error)
+            return True
         assert "no sentence pair" in str(error)  # with share 1.0, only an empty result
         return True
     assert stats.lines_read == expected_line_count(data)

@@ -170,7 +170,9 @@ def _parallel_lines(cfg: DataConfig, split: str) -> Iterator[tuple[bytes | None,
     paths = split_files(cfg, split)
     with ExitStack() as stack:
         streams = [stack.enter_context(open(path, "rb")) for path in paths]
-        lines = [lines_of(stream, cfg.max_line_bytes) for stream in streams]
+        lines = [
+            lines_of(stream, cfg.max_line_bytes, str(path)) for stream, path in zip(streams, paths)
+        ]
         for number, raw in enumerate(itertools.zip_longest(*lines, fillvalue=_END), start=1):
             if _END in raw:
                 short, other = (paths[0], paths[1]) if raw[0] is _END else (paths[1], paths[0])
