@@ -41,6 +41,10 @@ from seq2seq.text_encoding import TextEncodingError, decoded_text
 
 STRUCTURED_LIMIT = 4 * 1024 * 1024  # bytes: a run's config is a few kB, results a few hundred
 MAX_DEPTH = 64  # nesting of mappings and lists; a run's config is about 5 deep
+MAX_TEXT = 64 * 1024  # characters of one string held in plain data (a path, a URL, a name)
+MAX_KEY = 1024  # characters of one mapping key (a config key, a weight's dotted name)
+MAX_INT_BITS = 128  # an integer wider than this sizes nothing and prints as thousands of digits
+SHOWN = 60  # characters of an untrusted key path shown in a message
 YAML_FLOAT = re.compile(  # YAML 1.2 floats (`1e-3`), as OmegaConf reads them
     r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
     |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
@@ -216,6 +220,78 @@ def read_yaml(path: str | Path, *, limit: int = STRUCTURED_LIMIT) -> Any:
     return parse_yaml_text(read_text_bounded(path, limit=limit), source=str(path))
 
 
+# ---------------------------------------------------------------- plain data
+
+
+def check_plain_bounds(value: Any, *, source: str, max_depth: int = MAX_DEPTH) -> None:
+    """Plain data that came unparsed (a checkpoint's pickled dict) within the bounds a parsed
+    file gets: mappings and lists nested at most `max_depth` levels, strings of at most
+    `MAX_TEXT` characters, keys of at most `MAX_KEY`, integers of at most `MAX_INT_BITS`
+    bits. Walked with a stack (never a RecursionError); other leaves (tensors, bytes) are
+    not looked into. StructuredFileError, one line starting with `source` and the key path,
+    otherwise."""
+    stack: list[_Entry] = [_Entry(value, None, "")]
+    while stack:
+        entry = stack.pop()
+        problem = _plain_problem(entry, max_depth)
+        if problem:
+            raise StructuredFileError(f"{source}: {entry.path()}: {problem}")
+        if isinstance(entry.value, dict):
+            stack.extend(_Entry(child, entry, key) for key, child in entry.value.items())
+        elif isinstance(entry.value, (list, tuple)):
+            stack.extend(_Entry(child, entry, index) for index, child in enumerate(entry.value))
+
+
+class _Entry:
+    """A value met by `check_plain_bounds`, its parent entry and its key there (a chain,
+    so that no key path is built unless a message needs it)."""
+
+    __slots__ = ("value", "parent", "key", "depth")
+
+    def __init__(self, value: Any, parent: _Entry | None, key: Any):
+        self.value, self.parent, self.key = value, parent, key
+        self.depth = 1 if parent is None else parent.depth + 1
+
+    def path(self) -> str:
+        """The key path (`encoder.x[0]`), its ends only when long; `the top level` at the top."""
+        names, entry = [], self
+        while entry is not None and entry.parent is not None:
+            names.append(_key_name(entry.key, entry.parent.value))
+            entry = entry.parent
+        path = "".join(reversed(names)).lstrip(".") or "the top level"
+        return path if len(path) <= 2 * SHOWN else f"{path[:SHOWN]}...{path[-SHOWN:]}"
+
+
+def _key_name(key: Any, container: Any) -> str:
+    if not isinstance(container, dict):
+        return f"[{key}]"
+    if isinstance(key, str):
+        return f".{key[:SHOWN]}" + ("..." if len(key) > SHOWN else "")
+    return f".<a {type(key).__name__} key>"
+
+
+def _plain_problem(entry: _Entry, max_depth: int) -> str:
+    """What is out of bounds in the entry itself (its value, its own key), or ""."""
+    value, key = entry.value, entry.key
+    if isinstance(key, str) and len(key) > MAX_KEY:
+        return f"a key of {len(key):,} characters, over {MAX_KEY:,}"
+    if isinstance(value, (dict, list, tuple)) and entry.depth > max_depth:
+        return f"nested deeper than {max_depth} levels"
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        return f"a string of {len(value):,} characters, over {MAX_TEXT:,}"
+    if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+        return f"an integer of {value.bit_length():,} bits, over {MAX_INT_BITS}"
+    return ""
+
+
+def _shown_value(value: Any) -> str:
+    """A short, one-line account of an untrusted value (a huge int has no repr)."""
+    if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+        return f"an integer of {value.bit_length():,} bits"
+    text = repr(value)
+    return text if len(text) <= 2 * SHOWN else f"{text[:SHOWN]}...{text[-SHOWN:]}"
+
+
 # ---------------------------------------------------------------- numbers that size memory
 
 
@@ -223,10 +299,11 @@ def checked_size(value: Any, *, key: str, source: str, low: int = 1, high: int) 
     """`value`, a number read from `source` at `key` that sizes memory, as an int within
     [low, high] (`high` is what the artefact itself fixes); StructuredFileError otherwise."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise StructuredFileError(f"{source}: {key} must be an integer, got {value!r}")
+        raise StructuredFileError(f"{source}: {key} must be an integer, got {_shown_value(value)}")
     if not low <= value <= high:
         raise StructuredFileError(
-            f"{source}: {key} = {value} is outside {low}..{high} (what this artefact allows)"
+            f"{source}: {key} = {_shown_value(value)} is outside {low}..{high} "
+            "(what this artefact allows)"
         )
     return value
 

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from seq2seq import plugins
+from seq2seq.bounded_files import StructuredFileError, check_plain_bounds
 from seq2seq.files import write_atomically
 from seq2seq.plugins import DOTTED_NAME, Plugin
 
@@ -261,6 +262,10 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raise CheckpointError(
             f"cannot read checkpoint {path} (corrupt or truncated?): {error}"
         ) from error
+    try:  # nested 100 000 deep, a 100 MB string or key: one line, never a RecursionError
+        check_plain_bounds(payload, source=str(path))
+    except StructuredFileError as error:
+        raise CheckpointError(str(error)) from None
     missing = [key for key in REQUIRED_KEYS if not isinstance(payload, dict) or key not in payload]
     if missing:
         raise CheckpointError(f"{path} is not a seq2seq checkpoint: missing {missing}")

@@ -19,6 +19,11 @@ from seq2seq.special_tokens import EOS_ID, PAD_ID
 # one step's scores (beam × vocabulary per sentence) cannot exhaust the memory at once.
 MAX_BEAM = 1024
 MAX_BATCH = 65536
+# The output length limit a·(source length) + b: an RNN decoder has no position table to cap
+# it, so a model that never says EOS would run (and keep every step's tokens) for b steps;
+# and a past 2^63 / length turns into a negative length when cast to an integer.
+MAX_LEN_A = 1000.0
+MAX_LEN_B = 100_000
 
 
 class SearchSettingsError(ValueError):
@@ -65,13 +70,17 @@ class SearchSettings:
             )
         _check_finite("length_penalty", self.length_penalty, minimum=None)
         _check_finite("max_len_a", self.max_len_a, minimum=0.0)
+        if self.max_len_a > MAX_LEN_A:
+            raise SearchSettingsError(
+                "max_len_a", f"must be at most {MAX_LEN_A:g}, got {self.max_len_a!r}"
+            )
         if (
             isinstance(self.max_len_b, bool)
             or not isinstance(self.max_len_b, int)
-            or self.max_len_b < 0
+            or not 0 <= self.max_len_b <= MAX_LEN_B
         ):
             raise SearchSettingsError(
-                "max_len_b", f"must be an integer >= 0, got {self.max_len_b!r}"
+                "max_len_b", f"must be an integer from 0 to {MAX_LEN_B:,}, got {self.max_len_b!r}"
             )
 
 

@@ -16,11 +16,15 @@ block runs unlocked (the writes are still atomic) and `file_lock` yields False.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
+import select
+import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 try:
     import fcntl
@@ -32,6 +36,37 @@ log = logging.getLogger(__name__)
 
 class LockHeld(OSError):
     """`file_lock(..., wait=False)` found the lock held by another process."""
+
+
+# ---------------------------------------------------------------- reading a user's file
+
+FIFO_WAIT_S = 10.0  # how long a FIFO may stay silent before it is refused
+
+
+@contextlib.contextmanager
+def opened_for_reading(path: str | Path, *, wait_s: float | None = None) -> Iterator[BinaryIO]:
+    """`path` open for reading in binary. A FIFO (a named pipe, `<(command)`) is opened
+    without blocking and read only once something arrives or its writer closes; one that
+    stays silent for `wait_s` (default `FIFO_WAIT_S`; a named pipe nobody writes to) is
+    TimeoutError, an OSError whose `strerror` says what to give instead, not a read that
+    never returns."""
+    wait_s = FIFO_WAIT_S if wait_s is None else wait_s
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if stat.S_ISFIFO(os.fstat(descriptor).st_mode):
+            ready, _, _ = select.select([descriptor], [], [], wait_s)
+            if not ready:
+                raise TimeoutError(
+                    errno.ETIMEDOUT,
+                    f"a FIFO that nothing was written to within {wait_s:g} s; give a regular file",
+                )
+        os.set_blocking(descriptor, True)
+        stream = os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with stream:
+        yield stream
 
 
 # ---------------------------------------------------------------- atomic writes

@@ -252,9 +252,22 @@ class OutputFolder:
             _keep_mode(aside, temporary)
             os.rename(temporary, self.target)
         except BaseException:
-            os.rename(aside, self.target)
+            _put_back(aside, self.target)
             raise
         shutil.rmtree(aside, ignore_errors=True)
+
+
+def _put_back(aside: Path, target: Path) -> None:
+    """Rename the old folder back after a failed swap, without raising: the error that made
+    the swap fail (Ctrl-C included) is the one to report. When the new folder is already in
+    place (a signal after the rename), or the rename back fails, the old one stays aside
+    (`.TARGET.<pid>.<rand>.old`, removed by the next run once this process is gone)."""
+    try:
+        if not os.path.lexists(target):
+            os.rename(aside, target)
+    except OSError as error:
+        log.error("could not rename %s back to %s (%s); the earlier output is there",
+                  aside, target, _reason(error))  # fmt: skip
 
 
 def claim_output_folder(

@@ -49,6 +49,7 @@ from typing import Any
 
 from seq2seq import registry
 from seq2seq.folder_walk import MAX_DEPTH, walk_folders
+from seq2seq.text_encoding import TextEncodingError, check_text_file
 
 log = logging.getLogger(__name__)
 DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -134,6 +135,8 @@ def _import_one(spec: str, base: Path) -> Plugin:
             plugin = _located(spec, base)
         except Exception as error:  # the plugin's own code may raise anything
             failure = error if isinstance(error, PluginError) else None
+            if failure is None and isinstance(error, (SyntaxError, UnicodeError)):
+                failure = _encoding_failure(spec, base)
             failure = failure or PluginError(f"plugin {spec!r}: {_failure(error)}")
             _roll_back(spec, base, before)
             _forget_path_entries(path_before)
@@ -193,6 +196,27 @@ def _failure(error: Exception) -> str:
         where = f" ({frame.filename} line {frame.lineno})"
     message = " ".join(message.split()) or "(no message)"
     return f"importing it failed: {type(error).__name__}: {message}{where}"
+
+
+def _encoding_failure(spec: str, base: Path) -> PluginError | None:
+    """A PluginError naming the first source file of a path spec saved as UTF-16 or UTF-32
+    (Python reads it as "source code cannot contain null bytes"), with how to convert it;
+    None when there is none. Total: it is called on the error path of any spec."""
+    root = _plugin_root(spec, base)
+    if root is None:
+        return None
+    try:
+        if spec.endswith(".py"):
+            files = [Path(os.path.realpath(os.path.join(base, os.path.expanduser(spec))))]
+        else:
+            files = _regular_files(Path(root), "*.py", deep=True, follow_links=False)
+        for file in files:
+            check_text_file(file)
+    except TextEncodingError as error:
+        return PluginError(f"plugin {spec!r}: {error}")
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return None
 
 
 def _located(spec: str, base: Path) -> Plugin:

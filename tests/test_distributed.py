@@ -76,6 +76,8 @@ def test_the_data_parallel_flag_follows_the_environment(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")  # torchrun sets them; several ranks need them
+    monkeypatch.setenv("MASTER_PORT", "29500")
     ranks = from_environment()
     assert ranks.enabled and not ranks.is_main
     monkeypatch.delenv("WORLD_SIZE")

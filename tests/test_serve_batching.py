@@ -162,9 +162,9 @@ def test_a_process_giving_the_wrong_number_of_results_is_an_error():
 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
-    [("max_chars", 0, "max_chars must be an integer of at least 1, got 0"),
-     ("max_queue", 2.5, "max_queue must be an integer of at least 1, got 2.5"),
-     ("max_batch", True, "max_batch must be an integer of at least 1, got True"),
+    [("max_chars", 0, "max_chars must be an integer from 1 to 100,000, got 0"),
+     ("max_queue", 2.5, "max_queue must be an integer from 1 to 100,000, got 2.5"),
+     ("max_batch", True, "max_batch must be an integer from 1 to 65,536, got True"),
      ("max_wait_ms", -1, "max_wait_ms must be a number from 0 to 1000, got -1"),
      ("timeout_s", float("nan"), "timeout_s must be a number from 0.001 to 3600, got nan")],
 )  # fmt: skip

@@ -22,7 +22,7 @@ def one_error_line(err: str) -> str:
 
 @pytest.mark.parametrize(
     ("argv", "message"),
-    [(["--max-queue", "0"], "--max-queue must be an integer of at least 1, got 0"),
+    [(["--max-queue", "0"], "--max-queue must be an integer from 1 to 100,000, got 0"),
      (["--max-wait-ms", "5000"], "--max-wait-ms must be a number from 0 to 1000"),
      (["--beam-size", "0"], "--beam-size must be an integer of at least 1"),
      (["--beam-size", "8", "--max-beam", "6"], "--beam-size 8 is over --max-beam 6"),

@@ -42,7 +42,7 @@ def test_the_task_function_returns_the_selected_metrics_best_value(tmp_path, mon
     with open_dict(cfg):
         del cfg["hydra"]  # as Hydra hands the config to the task
     try:
-        value = train_cli.main.__wrapped__(cfg)
+        value = train_cli.train_app.__wrapped__(cfg)
     finally:
         HydraConfig.instance().cfg = None  # no Hydra run is in progress for the other tests
     results = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))

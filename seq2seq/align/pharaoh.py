@@ -19,12 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from seq2seq.bounded_files import read_bounded
 from seq2seq.text_encoding import decoded_text
 
 Link = tuple[int, int]  # (source word, target word), both from 0
 
 LINK_PATTERN = re.compile(r"(\d+)-(\d+)(?:-([SsPp]))?|(\d+)([Pp])(\d+)")
 EXPECTED = "expected i-j, i-j-S, i-j-P or ipj"
+# A Pharaoh file holds a line of links per sentence pair: about 60 bytes a pair, so 2 GiB is
+# some 30 million pairs, beyond the largest corpus the project prepares.
+LINKS_LIMIT = 2 << 30
 log = logging.getLogger(__name__)
 
 
@@ -97,10 +101,15 @@ def warn_if_one_based(alignments: Sequence[Links], name: str) -> None:
         )
 
 
-def read_links(path: str | Path, *, one_based: bool = False) -> list[Links]:
+def read_links(
+    path: str | Path, *, one_based: bool = False, limit: int = LINKS_LIMIT
+) -> list[Links]:
     """The links of a Pharaoh file (UTF-8), one `Links` per line; a UTF-16 or UTF-32 file is
-    a ValueError naming its encoding (`seq2seq.text_encoding.TextEncodingError`)."""
-    text = decoded_text(Path(path).read_bytes(), str(path))
+    a ValueError naming its encoding (`seq2seq.text_encoding.TextEncodingError`). The file
+    is read within `limit` bytes, its size checked first, and only when it is a regular
+    file (`seq2seq.bounded_files.read_bounded`: a 10 GB sparse file or a FIFO is a
+    ValueError at once, not a read that fills memory or never returns)."""
+    text = decoded_text(read_bounded(path, limit=limit), str(path))
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the line end of the last line

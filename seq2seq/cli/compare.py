@@ -40,6 +40,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 
+from seq2seq.cli.hydra_places import check_config_folders, run_hydra_app
 from seq2seq.cli.options import check_device
 from seq2seq.runs.aer_rows import AlignerFileError
 from seq2seq.runs.comparison import CompareConfig, StageError, run_comparison
@@ -123,8 +124,9 @@ def compare(cfg: DictConfig) -> None:
 
 
 def main() -> None:
+    check_config_folders(sys.argv[1:], "seq2seq-compare", keys=("config_dir",))
     sys.argv[1:] = as_lists(sys.argv[1:])
-    compare()
+    run_hydra_app(compare, "seq2seq-compare")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from seq2seq.cli.hydra_places import check_config_folders, run_hydra_app
 from seq2seq.cli.options import OneLineParser, whole
 from seq2seq.config import register_configs
 from seq2seq.configs import SEARCH_PATH
@@ -211,11 +212,9 @@ def main() -> None:
     command = COMMAND
     if len(sys.argv) > 1 and sys.argv[1] in (COMMAND, VERIFY_COMMAND):
         command = sys.argv.pop(1)
+    check_config_folders(sys.argv[1:], PROGRAM)
     register_configs(["data"])  # the data schema only: no model is imported
-    if command == VERIFY_COMMAND:
-        verify_app()
-    else:
-        prepare_app()
+    run_hydra_app(verify_app if command == VERIFY_COMMAND else prepare_app, PROGRAM)
 
 
 if __name__ == "__main__":

@@ -10,20 +10,107 @@ config is composed, its interpolations (`${now:...}`) resolved, and refuses a ba
 one line on stderr with exit code 2, before a folder is made, data is read or a model built:
 
     seq2seq-train: hydra.run.dir /data/runs/x: cannot write in /data/runs (Read-only file system)
+
+The config folders a user hands Hydra (`--config-dir DIR`, `-cd DIR`, `--config-path`) are
+read by Hydra's own loader, which expands aliases and opens files as UTF-8 whatever they
+hold (a preset saved as UTF-16 ended in a UnicodeDecodeError traceback). `check_config_folders`
+reads each of their YAML files first, within bounds (`seq2seq.bounded_files.read_yaml`:
+size, aliases, depth, encoding), through the bounded walk (`seq2seq.folder_walk`), and
+refuses the first bad one in one line with exit code 2, before Hydra reads anything.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from seq2seq.bounded_files import StructuredFileError, read_yaml
+from seq2seq.folder_walk import walk_folders
 from seq2seq.output_folders import OutputPlaceError, check_output_place
 
 USER_ERROR_EXIT = 2
+CONFIG_FOLDER_OPTIONS = ("--config-dir", "-cd", "--config-path", "-cp")
+
+
+FULL_ERROR = "HYDRA_FULL_ERROR"
+ONE_LINE_MARK = "SEQ2SEQ_HYDRA_ONE_LINE"  # set with FULL_ERROR by us, not by the user
+
+
+def run_hydra_app(app: Callable[[], Any], program: str) -> Any:
+    """Run the Hydra app `app` so that Hydra's own errors (an override of the wrong type
+    `trainer.threads=abc`, an unknown key, a missing preset) are one line on stderr with
+    exit code 2, not Hydra's five-line report with exit code 1. Hydra raises them instead of
+    reporting them when HYDRA_FULL_ERROR=1; a user who set it gets Hydra's traceback."""
+    if os.environ.get(FULL_ERROR) == "1" and os.environ.get(ONE_LINE_MARK) != "1":
+        return app()
+    before = {name: os.environ.get(name) for name in (FULL_ERROR, ONE_LINE_MARK)}
+    os.environ[FULL_ERROR] = os.environ[ONE_LINE_MARK] = "1"  # inherited by child runs
+    try:
+        return app()
+    except (HydraException, OmegaConfBaseException) as error:
+        print(f"{program}: {hydra_message(error)}", file=sys.stderr)
+        raise SystemExit(USER_ERROR_EXIT) from None
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def hydra_message(error: BaseException) -> str:
+    """Hydra's error and the first line of its OmegaConf cause, on one line."""
+    parts = [str(error).strip()]
+    cause = error.__cause__
+    if isinstance(cause, OmegaConfBaseException) and str(cause).strip():
+        parts.append(str(cause).strip().splitlines()[0])
+    text = ": ".join(dict.fromkeys(" ".join(part.split()) for part in parts if part))
+    return text or type(error).__name__
+
+
+def config_folders(argv: list[str], keys: tuple[str, ...] = ()) -> list[str]:
+    """The folders named by Hydra's `--config-dir`/`-cd`/`--config-path`/`-cp` in `argv`
+    (`--config-dir DIR` or `--config-dir=DIR`), and by the overrides `KEY=DIR` of `keys`
+    (`config_dir=DIR` of seq2seq-compare); a `pkg://` path is the package's own."""
+    found = []
+    for index, argument in enumerate(argv):
+        option, equals, value = argument.partition("=")
+        if option.lstrip("+") in keys and equals:
+            found.append(value.strip("'\""))
+            continue
+        if option not in CONFIG_FOLDER_OPTIONS:
+            continue
+        if not equals:
+            value = argv[index + 1] if index + 1 < len(argv) else ""
+        if value and "://" not in value:
+            found.append(value)
+    return found
+
+
+def check_config_folders(argv: list[str], program: str, keys: tuple[str, ...] = ()) -> None:
+    """Every YAML file of the config folders in `argv` (`config_folders`), read within
+    bounds before Hydra reads them; one line on stderr and exit code 2 for the first that
+    cannot be read."""
+    for folder in config_folders(argv, keys):
+        if not Path(folder).is_dir():
+            continue  # Hydra says so itself, in one line
+        walk = walk_folders(Path(folder))
+        files = [file for file in walk.files if file.suffix in (".yaml", ".yml")]
+        try:
+            for file in files:
+                read_yaml(file)
+        except (StructuredFileError, OSError) as error:
+            message = " ".join(str(error).split()) or type(error).__name__
+            print(f"{program}: {message}", file=sys.stderr)
+            raise SystemExit(USER_ERROR_EXIT) from None
 
 
 class OutputPlaceCheck(Callback):

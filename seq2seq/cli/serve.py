@@ -125,6 +125,8 @@ def port_problem(host: str, port: int) -> str | None:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as error:
         return f"--host {host}: {error.strerror}"
+    except (UnicodeError, ValueError) as error:  # an empty or overlong label: IDNA refuses it
+        return f"--host {host!r} is not a host name or an address ({error})"
     family, kind, proto, _, address = infos[0]
     with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -28,6 +28,7 @@ submitit's handler, which requeues the job (`seq2seq.runs.cluster`). Ctrl-C also
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 import hydra
@@ -36,6 +37,7 @@ from omegaconf import DictConfig
 
 from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError
+from seq2seq.cli.hydra_places import check_config_folders, run_hydra_app
 from seq2seq.config import register_configs
 from seq2seq.configs import SEARCH_PATH
 from seq2seq.data.corpus import CorpusError
@@ -68,11 +70,19 @@ def closing_lines(results: dict) -> list[str]:
     ]
 
 
+PROGRAM = "seq2seq-train"
 register_configs()
 
 
+def main() -> float | None:
+    """Console entry point: the config folders a user names checked (`seq2seq.cli.
+    hydra_places.check_config_folders`), then the Hydra app."""
+    check_config_folders(sys.argv[1:], PROGRAM)
+    return run_hydra_app(train_app, PROGRAM)
+
+
 @hydra.main(version_base="1.3", config_path=SEARCH_PATH, config_name="train")
-def main(cfg: DictConfig) -> float | None:
+def train_app(cfg: DictConfig) -> float | None:
     """Train and test; returns the best valid value of `trainer.select_metric` (its own
     sign: BLEU up, loss down), which Hydra's sweepers read (`hydra/sweeper=optuna` with
     `hydra.sweeper.direction` the metric's, `maximize` for BLEU); None on ranks but 0."""

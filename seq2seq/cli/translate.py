@@ -38,7 +38,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import get_type_hints
@@ -50,6 +50,7 @@ from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.cli.options import OneLineParser, check_output_files, device
 from seq2seq.decoding import SearchSettings, SearchSettingsError
+from seq2seq.files import opened_for_reading
 from seq2seq.inference import Translation, Translator
 from seq2seq.output_folders import OutputPlaceError, writing_file
 from seq2seq.plugins import PluginError, import_plugins
@@ -190,6 +191,7 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 
 
 # Options that need the PyTorch engine: attention weights, the checkpoint's config or code.
+MAX_INPUT_LINE = 1 << 20  # bytes of one input line (a sentence is a few hundred at most)
 PYTORCH_ONLY_OPTIONS = {"--html": "html", "--plot": "plot",
                         "--show-attention": "show_attention", "--probes": "probes",
                         "--plugins": "plugins"}  # fmt: skip
@@ -244,7 +246,7 @@ def decode_lines(raw: Iterable[bytes], name: str) -> list[str]:
     except TextEncodingError as error:
         raise InputError(str(error)) from error
     lines = []
-    for number, line in enumerate(raw, 1):
+    for number, line in enumerate(bounded_lines(raw, name), 1):
         try:
             lines.append(line[skip if number == 1 else 0 :].decode("utf-8").rstrip("\r\n"))
         except UnicodeDecodeError as error:
@@ -252,11 +254,30 @@ def decode_lines(raw: Iterable[bytes], name: str) -> list[str]:
     return lines
 
 
+def bounded_lines(raw: Iterable[bytes], name: str) -> Iterator[bytes]:
+    """The lines of a stream, each read at most `MAX_INPUT_LINE` + 1 bytes at a time: a
+    longer one (a binary file, 10 GB of zeros, a file without line ends) is InputError
+    naming it, never held whole. Any other iterable of lines is passed through."""
+    readline = getattr(raw, "readline", None)
+    if readline is None:
+        yield from raw
+        return
+    number = 0
+    while line := readline(MAX_INPUT_LINE + 1):
+        number += 1
+        if len(line) > MAX_INPUT_LINE:
+            raise InputError(
+                f"{name} line {number}: longer than {MAX_INPUT_LINE:,} bytes "
+                "(a sentence a line is expected; is it a text file?)"
+            )
+        yield line
+
+
 def read_text_lines(path: Path, option: str) -> list[str]:
     """The lines of a UTF-8 file; InputError naming the option, the file and the line (or
     the encoding of a UTF-16 or UTF-32 file)."""
     try:
-        with path.open("rb") as handle:
+        with opened_for_reading(path) as handle:  # a silent FIFO is refused, not waited on
             return decode_lines(handle, str(path))
     except OSError as error:
         raise InputError(f"{option} {path}: {error.strerror or error}") from error

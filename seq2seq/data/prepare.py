@@ -65,6 +65,7 @@ import numpy as np
 
 from seq2seq.data.batching import ParallelData
 from seq2seq.data.config import DataConfig, data_source
+from seq2seq.data.corpus import CorpusError
 from seq2seq.data.encode import CACHE_FILES, encode_split, open_encoded, remove_cache
 from seq2seq.data.fetch import folder_lock
 from seq2seq.data.links import CACHE_FILES as LINKS_CACHE_FILES
@@ -81,7 +82,7 @@ from seq2seq.data.record import (
     text_state,
 )
 from seq2seq.data.tokenizer import SentenceSample, SubwordTokenizer, TextFiles, Tokenizer
-from seq2seq.output_folders import OutputPlaceError, remove_recognised_folder
+from seq2seq.output_folders import OutputPlaceError, check_output_place, remove_recognised_folder
 
 if TYPE_CHECKING:
     from seq2seq.data.sources.base import CorpusSource, LocatedCorpus
@@ -146,6 +147,7 @@ def prepare_corpus(cfg: DataConfig, source: CorpusSource) -> PreparedData:
     """The shared pipeline of a corpus source (module docstring): the prepared files of
     `<root>/prepared/<data.name>/`, made or found by their record."""
     folder = Path(cfg.root) / "prepared" / cfg.name
+    check_data_folder(folder)
     corpus = source.locate(cfg)
     key = record_key(cfg, corpus.digest)
     with folder_lock(folder):
@@ -153,6 +155,7 @@ def prepare_corpus(cfg: DataConfig, source: CorpusSource) -> PreparedData:
         record = load_record(folder, key)
         opened = _open_recorded(cfg, folder, record) if record is not None else None
         if record is None or opened is None:
+            check_data_folder(folder, writing=True)
             record = _prepare_files(cfg, source, corpus, folder)
             save_record(folder, key, record)
             opened = _open(cfg, folder, record)
@@ -161,6 +164,24 @@ def prepare_corpus(cfg: DataConfig, source: CorpusSource) -> PreparedData:
     src_tokenizer, tgt_tokenizer, encoded = opened
     _warn_if_capped(cfg, src_tokenizer, tgt_tokenizer)
     return finish(cfg, encoded, src_tokenizer, tgt_tokenizer, folder, record.corpus_summary)
+
+
+class DataPlaceError(CorpusError):
+    """A data folder (`data.root` and below) that cannot be made or written."""
+
+
+def check_data_folder(place: Path, *, writing: bool = False) -> None:
+    """A data folder that is not one yet must be one the preparation can make and write
+    (`check_output_place`): `data.root` naming a file, a place under a file or in a
+    read-only folder is DataPlaceError, one line naming data.root, before the corpus is
+    fetched or read. An existing folder is checked only when it is about to be `writing`
+    (a read-only shared cache that is complete needs no write)."""
+    if place.is_dir() and not writing:
+        return
+    try:
+        check_output_place(place)
+    except OutputPlaceError as error:
+        raise DataPlaceError(f"data.root: {error}") from None
 
 
 Opened = tuple[SubwordTokenizer, SubwordTokenizer, dict[str, ParallelData]]
@@ -245,7 +266,8 @@ def _at_fault(folder: Path, error: Exception) -> str:
 def _remove_damaged(folder: Path, names: list[str]) -> None:
     """Remove what the damaged files belong to, so that preparing again does not reuse
     it: a whole encoding cache folder, or a top-level file (a model; a split text, which
-    is written again anyway)."""
+    is written again anyway). A folder that cannot be written is DataPlaceError first."""
+    check_data_folder(folder, writing=True)
     for name in names:
         parts = Path(name).parts
         top = folder / parts[0] if parts else folder

@@ -412,6 +412,9 @@ def _check_special_ids(processor: spm.SentencePieceProcessor) -> None:
         )
 
 
+SYMBOLS_RECORD_LIMIT = 1024  # bytes of a SymbolTokenizer's `to_bytes` record
+
+
 class SymbolTokenizer:
     """Toy vocabulary: the symbols 'a', 'b', ... get ids 4, 5, ...; text is space separated."""
 
@@ -426,6 +429,11 @@ class SymbolTokenizer:
 
     @classmethod
     def from_bytes(cls, data: bytes, lang: str) -> SymbolTokenizer:
+        if len(data) > SYMBOLS_RECORD_LIMIT:  # `{"num_symbols": 12}`: never scan megabytes
+            raise ValueError(
+                f"{lang} tokenizer: {len(data):,} bytes, over the {SYMBOLS_RECORD_LIMIT} "
+                "a toy vocabulary's record takes"
+            )
         return cls(
             parse_json_text(data.decode("utf-8"), source=f"{lang} tokenizer")["num_symbols"], lang
         )

@@ -43,9 +43,12 @@ from seq2seq.data.prepare import PreparedData, prepare
 from seq2seq.decoding import SearchSettings
 from seq2seq.metrics import corpus_scores
 from seq2seq.runs.folder import (
+    LOCK_NAME,
     RESULTS_NAME,
+    check_new_run_folder,
     remove_stale_temporaries,
     resolve_resume,
+    resume_folder,
     run_folder_lock,
 )
 from seq2seq.settings_checks import check_machine, check_settings, complete_option_nodes
@@ -220,18 +223,24 @@ def train_and_test(cfg: DictConfig, run_dir: Path, outputs_root: Path | None = N
     Under `torchrun` every rank calls this (see `seq2seq.training.distributed`); rank 0's
     run folder is used by all, and only rank 0 returns the results (the others `{}`)."""
     check_startup(cfg)  # unknown keys, out-of-range values, oversized models stop here
-    ranks = distributed.from_environment()
+    try:
+        ranks = distributed.from_environment()
+    except distributed.RankEnvironmentError as error:
+        raise ConfigError(str(error)) from None
     device = distributed.rank_device(select_device(cfg.trainer.device), ranks)
     distributed.start(ranks, device)
     try:
         run_dir = ranks.broadcast(run_dir)
         resume_path = resolve_resume(cfg.trainer.resume, run_dir, outputs_root or run_dir.parent)
         if resume_path is not None:  # the run continues in its original folder
-            run_dir = resume_path.parent.parent
+            run_dir = resume_folder(resume_path, run_dir)
         placement = Placement(device, ranks)
         if not ranks.is_main:  # rank 0 guards the folder for all ranks
             return _train_in_folder(cfg, run_dir, placement, resume_path)
-        with run_folder_lock(run_dir):
+        locked_before = (run_dir / LOCK_NAME).exists()  # a run folder, not a user's folder
+        with run_folder_lock(run_dir):  # another run there: RunFolderBusy first
+            if resume_path is None:
+                check_new_run_folder(run_dir, locked_before=locked_before)
             remove_stale_temporaries(run_dir)
             return _train_in_folder(cfg, run_dir, placement, resume_path)
     finally:

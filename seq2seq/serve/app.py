@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import resource
 import sys
 import time
@@ -306,14 +307,43 @@ class HostCheck:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        value = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
-        if header_host(value) in self.allowed:
-            await self.app(scope, receive, send)
+        problem = self.host_problem(scope)
+        if problem is not None:
+            await problem_response(400, problem, close=True)(scope, receive, send)
             return
+        await self.app(scope, receive, send)
+
+    def host_problem(self, scope: Scope) -> str | None:
+        """Why the request names no host the service answers to, or None. Exactly one
+        `Host` header (RFC 9112 3.2: a 400 otherwise, since a proxy and this service could
+        read different ones); an absolute-form target (`POST http://name/translate`) names
+        its host instead of the header (RFC 9112 3.2.2), and is rewritten to its path."""
+        values = [v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"host"]
+        if len(values) > 1:
+            return f"the request has {len(values)} Host headers; send exactly one"
+        value = values[0] if values else ""
+        authority = absolute_authority(scope)
+        if authority is not None:
+            value = authority
+        if header_host(value) in self.allowed:
+            return None
         shown = repr(value[:80]) if value else "missing"
-        message = (f"the Host header ({shown}) names no host this service answers to; "
-                   "start it with --allowed-host NAME to add one")  # fmt: skip
-        await problem_response(400, message, close=True)(scope, receive, send)
+        return (f"the Host header ({shown}) names no host this service answers to; "
+                "start it with --allowed-host NAME to add one")  # fmt: skip
+
+
+_ABSOLUTE = re.compile(r"(?i)https?://([^/?#]*)(.*)")
+
+
+def absolute_authority(scope: Scope) -> str | None:
+    """The authority of an absolute-form request target (`http://localhost:8000/health` →
+    `localhost:8000`), with `scope` rewritten in place to its path; None for a path."""
+    found = _ABSOLUTE.fullmatch(scope.get("path", ""))
+    if found is None:
+        return None
+    authority, path = found.group(1), found.group(2) or "/"
+    scope["path"], scope["raw_path"] = path, path.encode("latin-1", "replace")
+    return authority  # one with user information (`localhost@evil`) is no host name
 
 
 def create_app(

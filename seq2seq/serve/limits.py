@@ -5,13 +5,29 @@ queue is answered 503. The defaults fit a small model on a laptop: a client send
 sentences of up to 500 characters, 64 requests wait at most, and the worker merges up to 64
 sentences, waiting up to 5 ms for more after the first. A request's translation may take 60 s
 (`timeout_s`: then it is answered 504 and its work dropped), and a client has 10 s to send a
-request's headers and again 10 s for its body (`read_timeout_s`).
+request's headers and again 10 s for its body (`read_timeout_s`). Each limit also has an
+upper bound (`MOST`, and at most `MAX_REQUEST_CHARS` characters per request): a limit is a
+promise about memory, so `--max-batch 10**18` is refused at start-up, not trusted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+
+from seq2seq.decoding import MAX_BATCH, MAX_BEAM
+
+# The most each count may be: a limit is a promise about memory (a request's body is read
+# whole, up to `max_body_bytes`; the queue and a batch hold their sentences), so a value
+# beyond these is refused at start-up rather than trusted.
+MOST = {
+    "max_chars": 100_000,
+    "max_sentences": 10_000,
+    "max_queue": 100_000,
+    "max_batch": MAX_BATCH,
+    "max_beam": MAX_BEAM,
+}
+MAX_REQUEST_CHARS = 10_000_000  # max_sentences × max_chars: a body of at most ~120 MB
 
 
 class LimitsError(ValueError):
@@ -46,10 +62,16 @@ class Limits:
     )  # fmt: skip
 
     def __post_init__(self) -> None:
-        for name in ("max_chars", "max_sentences", "max_queue", "max_batch", "max_beam"):
+        for name, most in MOST.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise LimitsError(name, f"must be an integer of at least 1, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+                raise LimitsError(name, f"must be an integer from 1 to {most:,}, got {value!r}")
+        if self.max_sentences * self.max_chars > MAX_REQUEST_CHARS:
+            raise LimitsError(
+                "max_sentences",
+                f"× --max-chars is {self.max_sentences * self.max_chars:,} characters per "
+                f"request; at most {MAX_REQUEST_CHARS:,}",
+            )
         _check_seconds("max_wait_ms", self.max_wait_ms, minimum=0.0, maximum=1000.0)
         _check_seconds("timeout_s", self.timeout_s, minimum=0.001, maximum=3600.0)
         _check_seconds("read_timeout_s", self.read_timeout_s, minimum=0.01, maximum=600.0)

@@ -77,13 +77,44 @@ class Distributed:
             dist.barrier()
 
 
-def from_environment() -> Distributed:
-    """The ranks torchrun describes in the environment; a single process without it."""
-    return Distributed(
-        rank=int(os.environ.get("RANK", "0")),
-        local_rank=int(os.environ.get("LOCAL_RANK", "0")),
-        world_size=int(os.environ.get("WORLD_SIZE", "1")),
-    )
+class RankEnvironmentError(ValueError):
+    """The environment describes ranks that cannot be (one line naming the variable)."""
+
+
+MAX_WORLD_SIZE = 65536  # ranks; far above any machine's or cluster's process count
+
+
+def from_environment(environment: dict[str, str] | None = None) -> Distributed:
+    """The ranks torchrun describes in the environment; a single process without it.
+    RankEnvironmentError for a variable that is not a whole number in range (`RANK=banana`,
+    a RANK not below WORLD_SIZE), or several ranks without torchrun's MASTER_ADDR and
+    MASTER_PORT: these ended in a ValueError traceback from `int()` or from the rendezvous."""
+    environment = os.environ if environment is None else environment
+    world_size = _rank_variable(environment, "WORLD_SIZE", "1", 1, MAX_WORLD_SIZE)
+    rank = _rank_variable(environment, "RANK", "0", 0, world_size - 1)
+    local_rank = _rank_variable(environment, "LOCAL_RANK", "0", 0, MAX_WORLD_SIZE - 1)
+    if world_size > 1:
+        missing = [name for name in ("MASTER_ADDR", "MASTER_PORT") if not environment.get(name)]
+        if missing:
+            raise RankEnvironmentError(
+                f"WORLD_SIZE={world_size} but {' and '.join(missing)} not set: start several "
+                "ranks with torchrun, which sets them"
+            )
+    return Distributed(rank=rank, local_rank=local_rank, world_size=world_size)
+
+
+def _rank_variable(environment, name: str, default: str, low: int, high: int) -> int:
+    text = environment.get(name, default)
+    try:
+        value = int(text.strip(), 10)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        raise RankEnvironmentError(
+            f"the environment variable {name}={text[:40]!r} must be a whole number from "
+            f"{low} to {high}"
+        )
+    return value
 
 
 def rank_device(device: torch.device, ranks: Distributed) -> torch.device:

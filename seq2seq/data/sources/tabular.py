@@ -32,7 +32,7 @@ from seq2seq.data.corpus import (
 )
 from seq2seq.data.fetch import fetch_verified, folder_lock, temporary_beside
 from seq2seq.data.hashsplit import LABELS, PairHashes, SplitAssignment, assign_splits
-from seq2seq.data.prepare import remove_stale_temporaries
+from seq2seq.data.prepare import check_data_folder, remove_stale_temporaries
 from seq2seq.data.sources.base import CorpusSource, LocatedCorpus, sentence_converters
 from seq2seq.data.split import write_split_stream
 
@@ -65,6 +65,7 @@ class TabularSource(CorpusSource):
         """The fetched file in `<root>/raw/` and its sha256 (after removing what killed
         fetches left there)."""
         root = Path(cfg.root)
+        check_data_folder(root / "raw")
         with folder_lock(root / "raw"):  # released before fetching, which takes it again
             remove_stale_temporaries(root / "raw")
         path, digest = fetch_verified(cfg.url, cfg.member or None, root=root, sha256=cfg.sha256)
