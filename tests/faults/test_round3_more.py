@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import TINY_TOY, compose_config
+from watched import within_time
 
 from faults import test_output_places as places
 from faults.test_checkpoint_attacks import train_tiny_checkpoint
@@ -400,26 +401,23 @@ def test_a_pipe_that_is_written_is_still_read(tmp_path, fifo):
     writer.join(5)
 
 
+def translate_exit(argv: list[str]) -> int:
+    """`seq2seq-translate ARGV`'s exit status (the parser's errors exit through SystemExit)."""
+    try:
+        return translate.main(argv)
+    except SystemExit as exit_:
+        return exit_.code
+
+
 @pytest.mark.attack("structured")
 def test_translate_refuses_a_silent_fifo_as_its_input(payload, tmp_path, fifo, capsys,
                                                       monkeypatch):  # fmt: skip
     monkeypatch.setattr(files, "FIFO_WAIT_S", 0.3)
     checkpoint = tmp_path / "best.pt"
     torch.save(payload, checkpoint)
-    result: list = []
-
-    def run() -> None:
-        try:
-            result.append(translate.main([str(checkpoint), "-i", str(fifo)]))
-        except SystemExit as exit_:  # the parser's error
-            result.append(exit_.code)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(5)
-    assert not worker.is_alive(), "still waiting on the FIFO after 5 s"
+    code = within_time(translate_exit, [str(checkpoint), "-i", str(fifo)], seconds=5)
     err = capsys.readouterr().err
-    assert result == [2] and len(err.strip().splitlines()) == 1 and "a FIFO" in err, err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "a FIFO" in err, err
 
 
 @pytest.mark.attack("output")
@@ -451,18 +449,7 @@ def test_translate_reads_its_input_one_bounded_line_at_a_time(payload, tmp_path,
         sparse(path)
     else:
         path.write_bytes(b"a " * 1_500_000 + b"\n")
-    result: list = []
-
-    def run() -> None:
-        try:
-            result.append(translate.main([str(checkpoint), "-i", str(path)]))
-        except SystemExit as exit_:  # the parser's error
-            result.append(exit_.code)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(8)
-    assert not worker.is_alive(), "still reading after 8 s"
+    code = within_time(translate_exit, [str(checkpoint), "-i", str(path)], seconds=8)
     err = capsys.readouterr().err
-    assert result == [2] and len(err.strip().splitlines()) == 1, err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert f"{path} line 1: longer than 1,048,576 bytes" in err, err
