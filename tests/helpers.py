@@ -231,3 +231,10 @@ def compare_settings(*overrides: str):
         repo.clear()
         repo.update(stored)
     return OmegaConf.to_object(cfg)
+
+
+def text_pair_overrides(corpus: Path) -> list[str]:
+    """The overrides that name a `data=text_pair` corpus (English → Chinese) whose files are
+    `corpus/train.en`, `corpus/train.zh`, `corpus/valid.*` and `corpus/test.*`."""
+    return ["data=text_pair", "data.name=given", "data.src_lang=en", "data.tgt_lang=zh",
+            *(f"data.{split}_prefix={corpus / split}" for split in ("train", "valid", "test"))]  # fmt: skip

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import TINY_TOY, compose_config
+from helpers import TINY_TOY, compose_config, text_pair_overrides
 from watched import within_time
 
 from faults import test_output_places as places
@@ -233,9 +233,7 @@ def test_the_commands_refuse_a_data_root_under_a_file_in_one_line(tmp_path, prog
     victim.write_bytes(b"keep")
     corpus = tmp_path / "corpus"
     done = subprocess.run(
-        [sys.executable, "-m", program, "data=text_pair", "data.name=given",
-         "data.src_lang=en", "data.tgt_lang=zh", f"data.train_prefix={corpus / 'train'}",
-         f"data.valid_prefix={corpus / 'valid'}", f"data.test_prefix={corpus / 'test'}",
+        [sys.executable, "-m", program, *text_pair_overrides(corpus),
          f"data.root={victim / 'data'}", f"hydra.run.dir={tmp_path / 'run'}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT)},

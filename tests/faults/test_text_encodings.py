@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import run_main
+from helpers import run_main, text_pair_overrides
 
 from seq2seq.align.gold import _lines as gold_lines
 from seq2seq.align.pharaoh import read_links
@@ -212,9 +212,7 @@ def test_seq2seq_data_on_a_utf16_train_file_is_one_line(tmp_path):
     path = write_text_pair(tmp_path, "utf16_le_bom", side="en")
     corpus = tmp_path / "corpus"
     done = subprocess.run(
-        [sys.executable, "-m", "seq2seq.cli.data", "data=text_pair", "data.name=given",
-         "data.src_lang=en", "data.tgt_lang=zh", f"data.train_prefix={corpus / 'train'}",
-         f"data.valid_prefix={corpus / 'valid'}", f"data.test_prefix={corpus / 'test'}",
+        [sys.executable, "-m", "seq2seq.cli.data", *text_pair_overrides(corpus),
          f"data.root={tmp_path / 'data'}", f"hydra.run.dir={tmp_path / 'hydra'}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
