@@ -75,7 +75,7 @@ bench: $(STAMP)
 bench-peer: $(STAMP)
 	$(PY) scripts/bench_peer.py $(ARGS)
 
-# Decoding speed and BLEU of every engine on the same models, in one run (seq2seq.bench.engines):
+# Decoding speed and BLEU of every engine on the same models, in one run (tools.bench.engines):
 # the project's search at commit BASELINE and now, int8, and CTranslate2 float32/int8 for a
 # Transformer; 1 and 2 threads, greedy and beam 5, the 1,000 test sentences; the entry goes to
 # BENCHMARKS.md. MODELS: NAME=CHECKPOINT ... (default: the newest make train checkpoint).
@@ -96,7 +96,7 @@ bench-inference: $(STAMP)
 bench-data: $(STAMP)
 	$(PY) scripts/bench_data.py $(ARGS)
 
-# The comparison of COMPARISON.md, `seq2seq-compare` (seq2seq/runs/comparison.py; its settings:
+# The comparison of COMPARISON.md, `seq2seq-compare` (seq2seq/study/comparison.py; its settings:
 # configs/compare/). Three Hydra sweeps with the same data, split, training rule and parameter
 # budget (±10%), each configuration trained SEEDS times (trainer.seed = 1234, 1235, ...: the
 # initialisation and the data order change, the split's data.seed never does):
@@ -114,7 +114,7 @@ bench-data: $(STAMP)
 # paired bootstrap tests of test BLEU (1,000 resamples) against each sweep's baseline
 # (attention=none; the GRU; the unguided twin) seed by seed, 95% intervals, and the test AER
 # of every model on the hand-aligned gold pairs. BASELINE_AER="a.json b.json" adds other word
-# aligners' test AER (the file format: seq2seq/runs/aer_rows.py).
+# aligners' test AER (the file format: seq2seq/study/aer_rows.py).
 # BUDGET=full: every run until near convergence (valid BLEU gained under 0.5 in the last
 # quarter of its updates, judged once that quarter holds six validations; at most 8,000),
 # SEEDS=3, written to ./COMPARISON.md: 3,150-8,000 updates a run, several hours for the attention and encoder sweeps with JOBS=2 on 2 cores,
@@ -162,5 +162,5 @@ lab: $(STAMP)
 # Serve it: .venv/bin/mkdocs serve
 .PHONY: docs
 docs: $(STAMP)
-	$(PY) -m seq2seq.site $(ARGS)
+	$(PY) -m tools.site $(ARGS)
 	$(VENV)/bin/mkdocs build --strict

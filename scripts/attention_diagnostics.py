@@ -4,7 +4,7 @@
         --init "+experiment=compare_gru attention=dot" "+experiment=compare_gru attention=scaled_dot"
     python scripts/attention_diagnostics.py --checkpoint RUN/checkpoints/best.pt --json out.json
 
-What is measured, and on which pairs: `seq2seq.bench.attention_diagnostics`.
+What is measured, and on which pairs: `seq2seq.lab.attention_diagnostics`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.bench.attention_diagnostics import diagnose_sources, markdown
 from seq2seq.cli.options import OneLineParser, check_output_files, threads, whole
-from seq2seq.decoding import MAX_BATCH
+from seq2seq.config.search_settings import MAX_BATCH
+from seq2seq.lab.attention_diagnostics import diagnose_sources, markdown
 from seq2seq.output_folders import OutputPlaceError, write_output_file
 
 

@@ -4,17 +4,19 @@
     python scripts/bench.py --quick --out /tmp/bench.md      # a tiny smoke run (~1 min)
     python scripts/bench.py --checkpoint RUN/checkpoints/best.pt --run-dir RUN
 
-The sections of the entry and how each is measured: `seq2seq.bench.speed`.
+The sections of the entry and how each is measured: `tools.bench.speed`.
 """
 
 from __future__ import annotations
+
+import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.path)
+
+# isort: split
 
 import argparse
 import sys
 from pathlib import Path
 
-from seq2seq.bench.entry import save_entry
-from seq2seq.bench.speed import FULL_DEFAULTS, PRESETS, BenchOptions, build_entry
 from seq2seq.cli.options import (
     MAX_COUNT,
     OneLineParser,
@@ -24,6 +26,8 @@ from seq2seq.cli.options import (
     threads,
     whole,
 )
+from tools.bench.entry import save_entry
+from tools.bench.speed import FULL_DEFAULTS, PRESETS, BenchOptions, build_entry
 
 
 def build_parser() -> argparse.ArgumentParser:

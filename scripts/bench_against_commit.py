@@ -5,7 +5,7 @@
 
 Each case (a label, a preset and its overrides) is measured on both trees: the commit, checked
 out as a git worktree in a temporary folder, and this checkout. Every measurement is a fresh
-process (`seq2seq.bench.training_speed`: 5 untimed updates, then the median of 5 reps of 8
+process (`tools.bench.training_speed`: 5 untimed updates, then the median of 5 reps of 8
 updates, 2 threads by default) reading this checkout's prepared data; the cases and trees take
 turns within every round, so a slow minute of a shared machine hits them alike. The float32
 matmul ceiling is measured before and after the rounds. Prints one JSON line per measurement,
@@ -14,6 +14,10 @@ the best ceiling, and the speed-up of now over the commit (the median of the per
 """
 
 from __future__ import annotations
+
+import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.path)
+
+# isort: split
 
 import argparse
 import json
@@ -29,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MEASURE = """
 import json, sys, tempfile
 from pathlib import Path
-from seq2seq.bench.presets import preset_config
-from seq2seq.bench.training_speed import StepCounts, measure_training
+from seq2seq.runs.compose import preset_config
+from tools.bench.training_speed import StepCounts, measure_training
 from seq2seq.runs.assemble import assemble_trainer
 threads, preset, *overrides = sys.argv[1:]
 cfg = preset_config(preset, int(threads), "cpu", None, False, overrides)
@@ -42,7 +46,7 @@ print(json.dumps({"step_s": found["step_seconds"], "gflops_per_s": found["gflops
 
 CEILING = """
 import json, sys, torch
-from seq2seq.bench.ceiling import ceiling_section
+from seq2seq.lab.matmul_ceiling import ceiling_section
 torch.set_num_threads(int(sys.argv[1]))
 print(json.dumps(ceiling_section(20, torch.device("cpu"))[1]))
 """

@@ -3,19 +3,23 @@
     python scripts/bench_data.py                     # Tatoeba, 250k, 1M, 5M pairs: ~40 min
     python scripts/bench_data.py --sizes 0 100000 --out /tmp/data.md     # a smoke run
 
-What is measured and how: `seq2seq.bench.data_scale`. The commands run in this repository.
+What is measured and how: `tools.bench.data_scale`. The commands run in this repository.
 """
 
 from __future__ import annotations
 
+import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.path)
+
+# isort: split
+
 import argparse
 from pathlib import Path
 
-from seq2seq.bench.data_scale import DEFAULT_SIZES, build_entry, claim_work, measure_sizes
-from seq2seq.bench.entry import save_entry
 from seq2seq.cli.data import MAX_SYNTH_PAIRS
 from seq2seq.cli.options import OneLineParser, whole
 from seq2seq.output_folders import OutputPlaceError, check_output_file
+from tools.bench.data_scale import DEFAULT_SIZES, build_entry, claim_work, measure_sizes
+from tools.bench.entry import save_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -3,16 +3,20 @@
     python scripts/bench_guidance.py                                  # default_cpu, gru_additive
     python scripts/bench_guidance.py --preset default_cpu --updates 30 --threads 1
 
-The variants and how they are timed: `seq2seq.bench.guidance`.
+The variants and how they are timed: `tools.bench.guidance`.
 """
 
 from __future__ import annotations
+
+import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.path)
+
+# isort: split
 
 import argparse
 import tempfile
 from pathlib import Path
 
-from seq2seq.bench.guidance import PRESETS, measure, report_lines, variant_trainers
+from tools.bench.guidance import PRESETS, measure, report_lines, variant_trainers
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,7 +5,7 @@
     python scripts/bench_inference.py --model t=RUN/checkpoints/best.pt --sentences 50 \\
         --reps 1 --threads 1 --out /tmp/inference.md                          # a smoke run
 
-What is measured and how: `seq2seq.bench.engines`. `--baseline REV` adds the rows of the
+What is measured and how: `tools.bench.engines`. `--baseline REV` adds the rows of the
 project's search at commit REV, checked out as a git worktree below --work and removed
 afterwards. A Transformer checkpoint is also exported to CTranslate2 (float32 and int8)
 when the `export` extra is installed.
@@ -13,24 +13,28 @@ when the `export` extra is installed.
 
 from __future__ import annotations
 
+import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.path)
+
+# isort: split
+
 import argparse
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from seq2seq.bench.engines import (
+from seq2seq.cli.options import OneLineParser, check_output_files, count, threads
+from seq2seq.export import ExportError
+from seq2seq.export.ctranslate2 import export_ctranslate2
+from seq2seq.output_folders import OutputPlaceError
+from tools.bench.engines import (
     build_entry,
     ceilings,
     engines_for,
     measure_model,
     test_set,
 )
-from seq2seq.bench.entry import save_entry
-from seq2seq.cli.options import OneLineParser, check_output_files, count, threads
-from seq2seq.export import ExportError
-from seq2seq.export.ctranslate2 import export_ctranslate2
-from seq2seq.output_folders import OutputPlaceError
+from tools.bench.entry import save_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 

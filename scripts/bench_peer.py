@@ -4,20 +4,20 @@
     python scripts/bench_peer.py --minutes 0.3 --sentences 20 --log-every 2 \\
         --warmup-updates 2 --decode-reps 1 --out /tmp/peer.md     # a smoke run, ~5 min
 
-What it does, step by step, and the differences that remain: `seq2seq.bench.peer`.
+What it does, step by step, and the differences that remain: `tools.bench.peer`.
 """
 
 from __future__ import annotations
+
+import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.path)
+
+# isort: split
 
 import argparse
 import datetime
 import sys
 from pathlib import Path
 
-from seq2seq.bench.entry import save_entry
-from seq2seq.bench.peer.benchmark_entry import build_entry
-from seq2seq.bench.peer.processes import PeerOptions, check_options
-from seq2seq.bench.peer.shared_settings import SHAPES
 from seq2seq.cli.options import (
     MAX_COUNT,
     OneLineParser,
@@ -27,6 +27,10 @@ from seq2seq.cli.options import (
     threads,
     whole,
 )
+from tools.bench.entry import save_entry
+from tools.bench.peer.benchmark_entry import build_entry
+from tools.bench.peer.processes import PeerOptions, check_options
+from tools.bench.peer.shared_settings import SHAPES
 
 ROOT = Path(__file__).resolve().parents[1]
 

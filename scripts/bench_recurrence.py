@@ -1,5 +1,5 @@
 """The RNN encoder's recurrence in training on the CPU: PyTorch's packed module against
-`recur`, forward and backward, in one process (`seq2seq.bench.recurrence_speed`).
+`recur`, forward and backward, in one process (`tools.bench.recurrence_speed`).
 
     python scripts/bench_recurrence.py                   # GRU and LSTM, 3 shapes: ~3 min
     python scripts/bench_recurrence.py --cells gru --shapes 273x15 --reps 3
@@ -10,13 +10,17 @@ then per cell and shape the medians over the reps and the median of the per-rep 
 
 from __future__ import annotations
 
+import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.path)
+
+# isort: split
+
 import argparse
 import statistics
 
 import torch
 
-from seq2seq.bench.ceiling import ceiling_section
-from seq2seq.bench.recurrence_speed import MODULES, measure
+from seq2seq.lab.matmul_ceiling import ceiling_section
+from tools.bench.recurrence_speed import MODULES, measure
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,12 +9,16 @@
 
 Each variant runs in a fresh process (the malloc setting is the process's), the four in turn
 for every round, so a slow minute of a shared machine hits every variant alike; each process
-times 5 reps of 10 updates after 5 untimed ones (`seq2seq.bench.training_speed`) and reports
+times 5 reps of 10 updates after 5 untimed ones (`tools.bench.training_speed`) and reports
 the median. The matmul ceiling is measured before and after the rounds. Prints one JSON line
 per measurement, then a Markdown table of the medians over the rounds.
 """
 
 from __future__ import annotations
+
+import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.path)
+
+# isort: split
 
 import argparse
 import json
@@ -45,10 +49,10 @@ def autograd_smoothed(logits, targets, smoothing, reduce):
 
 def measure(preset: str, threads: int, loss: str, keep: bool) -> dict:
     """One variant's median seconds per update and GFLOP/s, in this process."""
-    from seq2seq.bench.presets import preset_config
-    from seq2seq.bench.training_speed import StepCounts, measure_training
     from seq2seq.runs.assemble import assemble_trainer
+    from seq2seq.runs.compose import preset_config
     from seq2seq.training import loss as loss_module
+    from tools.bench.training_speed import StepCounts, measure_training
 
     if loss == "autograd":
         loss_module._smoothed = autograd_smoothed
@@ -64,7 +68,7 @@ def measure(preset: str, threads: int, loss: str, keep: bool) -> dict:
 def ceiling(threads: int) -> float:
     import torch
 
-    from seq2seq.bench.ceiling import ceiling_section
+    from seq2seq.lab.matmul_ceiling import ceiling_section
 
     torch.set_num_threads(threads)
     return ceiling_section(20, torch.device("cpu"))[1]

@@ -9,7 +9,7 @@ last attention layer's head mean, titled by the settings in which the runs diffe
 that differ only in `trainer.seed` give one panel, of the lowest seed (`--all-seeds`: every
 run). By default each model translates the sentence greedily; with `--reference` all are
 teacher-forced on it. `--tensorboard DIR` also logs the image there. The work is done by
-`seq2seq.runs.alignments.runs_figure`.
+`seq2seq.study.alignments.runs_figure`.
 """
 
 import sys
@@ -18,7 +18,7 @@ from pathlib import Path
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.cli.options import OneLineParser, check_output_files, device
 from seq2seq.output_folders import OutputPlaceError, writing_file
-from seq2seq.runs.alignments import runs_figure
+from seq2seq.study.alignments import runs_figure
 from seq2seq.training.logger import RunLogger
 from seq2seq.visualise.heatmap import figure_to_rgb
 

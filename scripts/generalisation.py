@@ -2,17 +2,21 @@
 
     python scripts/generalisation.py RUN/checkpoints/best.pt [RUN2/checkpoints/best.pt ...]
 
-What is measured: `seq2seq.bench.generalisation`. One Markdown table row per checkpoint,
+What is measured: `tools.bench.generalisation`. One Markdown table row per checkpoint,
 then each checkpoint's probe translations.
 """
 
 from __future__ import annotations
 
+import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.path)
+
+# isort: split
+
 from pathlib import Path
 
-from seq2seq.bench.entry import shown_path
-from seq2seq.bench.generalisation import RARE_COUNT, measure
 from seq2seq.cli.options import OneLineParser, whole
+from tools.bench.entry import shown_path
+from tools.bench.generalisation import RARE_COUNT, measure
 
 ROOT = Path(__file__).resolve().parents[1]
 

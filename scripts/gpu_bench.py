@@ -4,10 +4,14 @@
     python scripts/gpu_bench.py --peak-tflops 989 --max-tokens 2048 8192 --out /tmp/gpu.md
     python scripts/gpu_bench.py data.root=/data/seq2seq    # Hydra overrides for every row
 
-What each row measures and how MFU is counted: `seq2seq.bench.gpu`.
+What each row measures and how MFU is counted: `tools.bench.gpu`.
 """
 
 from __future__ import annotations
+
+import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.path)
+
+# isort: split
 
 import argparse
 import sys
@@ -15,10 +19,10 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.bench.entry import save_entry
-from seq2seq.bench.gpu import PRESETS, entry_lines, gpu_facts, known_peak, measure_all
-from seq2seq.bench.speed import PRESETS as ALL_PRESETS
 from seq2seq.cli.options import check_output_files
+from tools.bench.entry import save_entry
+from tools.bench.gpu import PRESETS, entry_lines, gpu_facts, known_peak, measure_all
+from tools.bench.speed import PRESETS as ALL_PRESETS
 
 
 def build_parser() -> argparse.ArgumentParser:

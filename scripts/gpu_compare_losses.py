@@ -5,14 +5,14 @@
 Smooths each run's `metrics.jsonl` loss curve with a trailing moving average of `--window`
 logged steps and prints the largest relative difference of the two. Exit code 0 when it is
 at most `--threshold`, 1 above it (or a NaN, or too few shared steps), 2 for a file that
-cannot be read. Why smooth, and why 5 %: `seq2seq.runs.loss_curves`.
+cannot be read. Why smooth, and why 5 %: `seq2seq.study.loss_curves`.
 """
 
 import argparse
 import sys
 from pathlib import Path
 
-from seq2seq.runs.loss_curves import DEFAULT_THRESHOLD, DEFAULT_WINDOW, check
+from seq2seq.study.loss_curves import DEFAULT_THRESHOLD, DEFAULT_WINDOW, check
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.add_argument("candidate", type=Path, help="run folder of the bf16 run")

@@ -4,17 +4,21 @@
     python scripts/levers.py --list                                     # what there is
     python scripts/levers.py --table multirun/levers/DATE               # table of a finished set
 
-The levers, their budgets and the table: `seq2seq.bench.levers`.
+The levers, their budgets and the table: `tools.bench.levers`.
 """
 
 from __future__ import annotations
+
+import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.path)
+
+# isort: split
 
 import argparse
 import sys
 import time
 from pathlib import Path
 
-from seq2seq.bench.levers import LEVERS, listing, table, train_all
+from tools.bench.levers import LEVERS, listing, table, train_all
 
 
 def build_parser() -> argparse.ArgumentParser:

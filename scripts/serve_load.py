@@ -7,11 +7,15 @@
 Single-sentence requests at concurrency 1, 8 and 32 (`--concurrency`), each level bounded by
 `--requests` and `--seconds`, the sentences from `--input` (one a line) or else the
 built-in probe sentences of the model's language pair; prints a Markdown table
-(`seq2seq.serve.load`). A server this script starts listens on 127.0.0.1 and is stopped at
+(`tools.serve_load`). A server this script starts listens on 127.0.0.1 and is stopped at
 the end; `--url` accepts only a loopback address.
 """
 
 from __future__ import annotations
+
+import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.path)
+
+# isort: split
 
 import argparse
 import os
@@ -19,11 +23,11 @@ import sys
 from pathlib import Path
 
 from seq2seq.cli.options import OneLineParser, number, threads, whole
-from seq2seq.decoding import MAX_BEAM
-from seq2seq.serve.load import LoadError, load_test, markdown_table
+from seq2seq.config.search_settings import MAX_BEAM
 from seq2seq.serve.process import ServerError, get_json, running_server
 from seq2seq.text_encoding import TextEncodingError, decoded_text
 from seq2seq.visualise.probes import probes_for
+from tools.serve_load import LoadError, load_test, markdown_table
 
 
 def build_parser() -> argparse.ArgumentParser:

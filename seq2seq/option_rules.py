@@ -15,8 +15,8 @@ optionally `| None`), and its metadata, written with the words below, the range:
 option of region 'local' (did you mean window?); its options: window, mode`). A valid node
 comes back complete: every option, the missing ones at their defaults, choices by name.
 
-The same check runs at start-up (`seq2seq.settings_checks`), on every config read from a
-checkpoint (`seq2seq.checkpoint_config`) and when a component is built, so a value is
+The same check runs at start-up (`seq2seq.config.value_checks`), on every config read from a
+checkpoint (`seq2seq.config.stored`) and when a component is built, so a value is
 refused with the same words wherever it comes from. This module imports nothing of seq2seq:
 it is the bottom layer, beside `seq2seq.registry`.
 """

@@ -17,10 +17,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import plugins
 from seq2seq.checkpoint import FORMAT_VERSION, save_checkpoint
-from seq2seq.config import register_configs
+from seq2seq.config.schema import register_configs
 from seq2seq.data.batching import collate
-from seq2seq.data.config import DataConfig
-from seq2seq.lab.presets import TOY_GRU
+from seq2seq.data.settings import DataConfig
+from seq2seq.lab.lab_models import TOY_GRU
 
 # A toy Transformer trained for two updates: a checkpoint of the right shapes in seconds.
 TOY_TRANSFORMER = [

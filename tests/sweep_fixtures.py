@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 
 from seq2seq.metrics import corpus_scores
-from seq2seq.runs.report import ReportSettings, write_report
+from seq2seq.study.report import ReportSettings, write_report
 
 SEEDS = (1, 2, 3)
 WORDS = "the a cat dog sat ran on under mat house red big small quickly today".split()

@@ -26,8 +26,8 @@ from seq2seq.align.extract import (
 from seq2seq.align.gold import PARTS, as_in_corpus, gold_set
 from seq2seq.align.pharaoh import Links
 from seq2seq.data.tokenizer import SymbolTokenizer
-from seq2seq.inference import Translation, Translator
 from seq2seq.search import Hypothesis
+from seq2seq.search.translator import Translation, Translator
 from seq2seq.visualise import alignment as visualise_alignment
 
 # Attention over the pieces of 2 source words (the first cut in two) and 2 target words

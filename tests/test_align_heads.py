@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from seq2seq.align.extract import AlignSettings, Sentence, links_from_attention
-from seq2seq.align.heads import candidates, lowest_aer, score_heads
+from seq2seq.align.head_choice import candidates, lowest_aer, score_heads
 from seq2seq.align.pharaoh import Links
 from seq2seq.metrics.aer import corpus_counts
 from seq2seq.special_tokens import EOS_PIECE

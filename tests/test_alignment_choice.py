@@ -24,9 +24,9 @@ from seq2seq.align.extract import AlignSettings, translation_links
 from seq2seq.align.pharaoh import format_links
 from seq2seq.checkpoint import AlignmentChoice, CheckpointError, load_checkpoint
 from seq2seq.cli import align, translate
-from seq2seq.decoding import SearchSettings
-from seq2seq.inference import Translator
+from seq2seq.config.search_settings import SearchSettings
 from seq2seq.runs.assemble import assemble_trainer
+from seq2seq.search.translator import Translator
 from seq2seq.visualise.heatmap import panel_marks
 
 TOY_TRANSFORMER = [

@@ -12,7 +12,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from seq2seq import registry
-from seq2seq.build import plain
+from seq2seq.config.build import plain
 from seq2seq.configs import config_files
 from seq2seq.models.attention import Attention, NoAttention, component_node
 

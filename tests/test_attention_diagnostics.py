@@ -1,4 +1,4 @@
-"""`seq2seq.bench.attention_diagnostics`: entropy, masking, saturation, and a run on a tiny model."""
+"""`seq2seq.lab.attention_diagnostics`: entropy, masking, saturation, and a run on a tiny model."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import math
 import pytest
 import torch
 
-from seq2seq.bench import attention_diagnostics as diagnostics
-from seq2seq.build import build_model
+from seq2seq.config.build import build_model
 from seq2seq.data.prepare import prepare
 from seq2seq.runs.assemble import data_config
 from tests.helpers import compose_config
+from tools.bench import attention_diagnostics as diagnostics
 
 
 def test_entropy_of_uniform_and_one_hot_rows():

@@ -14,12 +14,12 @@ from helpers import compose_config
 from omegaconf import OmegaConf
 
 from seq2seq import registry
-from seq2seq.build import ConfigError, build_model
-from seq2seq.checkpoint_config import current_layout, validated_config
+from seq2seq.config.build import ConfigError, build_model
+from seq2seq.config.stored import current_layout, validated_config
+from seq2seq.config.value_checks import complete_option_nodes
 from seq2seq.models.attention import attention_choice, component_name, component_node
 from seq2seq.option_rules import OptionError, at_least, checked_options, greater_than
-from seq2seq.runs.reading import read_config
-from seq2seq.settings_checks import complete_option_nodes
+from seq2seq.study.reading import read_config
 from seq2seq.visualise.heatmap import describe_run
 
 TINY = ["encoder=gru", "decoder=gru", "model.embed_dim=8", "encoder.hidden_size=8",

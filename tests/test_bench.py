@@ -1,4 +1,4 @@
-"""`make bench` and its neighbours (seq2seq.bench): the entry file, paths without a machine's
+"""`make bench` and its neighbours (tools.bench): the entry file, paths without a machine's
 folders, time to quality from event files, the worker's job, the tables, the levers' budget.
 Fast: nothing is trained here (the one subprocess only composes a preset)."""
 
@@ -13,13 +13,13 @@ import time
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-from seq2seq.bench import guidance, levers
-from seq2seq.bench.entry import HEADER, append_entry, shown_command, shown_path
-from seq2seq.bench.quality import quality_section
-from seq2seq.bench.speed import FULL_DEFAULTS, QUICK_PRESETS, BenchOptions
-from seq2seq.bench.throughput import DROPOUT_VARIANTS, dropout_table, training_row
-from seq2seq.bench.training_speed import StepCounts
-from seq2seq.bench.worker import WorkerJob
+from tools.bench import guidance, levers
+from tools.bench.entry import HEADER, append_entry, shown_command, shown_path
+from tools.bench.quality import quality_section
+from tools.bench.speed import FULL_DEFAULTS, QUICK_PRESETS, BenchOptions
+from tools.bench.throughput import DROPOUT_VARIANTS, dropout_table, training_row
+from tools.bench.training_speed import StepCounts
+from tools.bench.worker import WorkerJob
 
 
 def cells(line: str) -> list[str]:
@@ -103,7 +103,7 @@ def test_bench_composes_a_preset_in_a_fresh_process():
     """The benchmark's workers are fresh processes: they must register the schemas
     themselves (nothing else in them does)."""
     code = (
-        "from seq2seq.bench.presets import preset_config; "
+        "from seq2seq.runs.compose import preset_config; "
         "print(preset_config('default_cpu', 1, 'cpu').name)"
     )
     finished = subprocess.run(

@@ -1,4 +1,4 @@
-"""`make bench-data` (seq2seq.bench.process_memory, seq2seq.bench.data_scale): the memory of a
+"""`make bench-data` (tools.bench.process_memory, tools.bench.data_scale): the memory of a
 process tree, a measured run stopped at a log line, the stage times from log timestamps, the
 summary rows. Fast: no corpus is prepared and nothing is trained."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq.bench import data_scale
-from seq2seq.bench.process_memory import Measured, descendants, run_measured, tree_memory
 from seq2seq.cli.data import format_summary
+from tools.bench import data_scale
+from tools.bench.process_memory import Measured, descendants, run_measured, tree_memory
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/smaps_rollup").exists(), reason="needs Linux /proc/<pid>/smaps_rollup"

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from helpers import TOY_TRANSFORMER, compose_config
 
-from seq2seq.bench.engines import Row, engines_for, table
 from seq2seq.runs.assemble import train_and_test
+from tools.bench.engines import Row, engines_for, table
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^\| toy \| (?P<engine>[^|]+) \| 1 \| (?P<search>greedy|beam 5) \| [\d.]+ "

@@ -1,4 +1,4 @@
-"""`make bench-peer` (seq2seq.bench.peer): log parsing, the generated JoeyNMT config, the data
+"""`make bench-peer` (tools.bench.peer): log parsing, the generated JoeyNMT config, the data
 export and the tables. Fast: no virtual environment, no JoeyNMT, no training."""
 
 from __future__ import annotations
@@ -12,23 +12,23 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from seq2seq.bench.peer import driver
-from seq2seq.bench.peer.data_export import write_export
-from seq2seq.bench.peer.joey_config import joey_config
-from seq2seq.bench.peer.ours import our_config
-from seq2seq.bench.peer.peer_env import peer_versions
-from seq2seq.bench.peer.processes import PeerOptions, check_options
-from seq2seq.bench.peer.result_tables import decoding_table, ratio, training_table
-from seq2seq.bench.peer.shared_settings import DEV_PAIRS
-from seq2seq.bench.peer.throughput_logs import (
+from seq2seq.config.build import plain
+from seq2seq.data.batching import ParallelData
+from tools.bench.peer import driver
+from tools.bench.peer.data_export import write_export
+from tools.bench.peer.joey_config import joey_config
+from tools.bench.peer.ours import our_config
+from tools.bench.peer.peer_env import peer_versions
+from tools.bench.peer.processes import PeerOptions, check_options
+from tools.bench.peer.result_tables import decoding_table, ratio, training_table
+from tools.bench.peer.shared_settings import DEV_PAIRS
+from tools.bench.peer.throughput_logs import (
     joey_intervals,
     joey_parameters,
     joey_updates,
     median_after_warmup,
     our_intervals,
 )
-from seq2seq.build import plain
-from seq2seq.data.batching import ParallelData
 
 # Lines as JoeyNMT 2.3's TrainManager writes them to train.log.
 JOEY_LOG = """\

@@ -1,10 +1,10 @@
-"""`seq2seq.bench.recurrence_speed`: both ways are timed over the same work in every rep."""
+"""`tools.bench.recurrence_speed`: both ways are timed over the same work in every rep."""
 
 from __future__ import annotations
 
 import torch
 
-from seq2seq.bench.recurrence_speed import measure, passes
+from tools.bench.recurrence_speed import measure, passes
 
 
 def test_measure_times_both_ways_in_every_rep() -> None:

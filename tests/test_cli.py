@@ -12,7 +12,7 @@ from helpers import compose_config
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from seq2seq.cli import evaluate, translate
-from seq2seq.lab.presets import TINY_GRU_MODEL
+from seq2seq.lab.lab_models import TINY_GRU_MODEL
 from seq2seq.runs.assemble import train_and_test
 
 SLICE = [

@@ -23,8 +23,8 @@ from seq2seq.align.symmetric import SYMMETRISATIONS, harmonic_mean
 from seq2seq.align.words import words
 from seq2seq.cli import align
 from seq2seq.data.fetch import MIRROR_ENV
-from seq2seq.inference import Translator
 from seq2seq.runs.assemble import train_and_test
+from seq2seq.search.translator import Translator
 from seq2seq.visualise.hooks import gold_side
 
 LEXICON_DATA = [

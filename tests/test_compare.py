@@ -1,5 +1,5 @@
-"""The comparison turns sweep run folders into table rows (`seq2seq.runs.sweep`,
-`seq2seq.runs.report`), and the compare presets keep every family within ±10% of the
+"""The comparison turns sweep run folders into table rows (`seq2seq.study.sweep`,
+`seq2seq.study.report`), and the compare presets keep every family within ±10% of the
 reference model's parameter count."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from omegaconf import OmegaConf
 from sweep_fixtures import cells, fake_run, report, results
 
 from seq2seq import registry
-from seq2seq.build import build_model, count_parameters
+from seq2seq.config.build import build_model, count_parameters
 from seq2seq.configs import config_files
-from seq2seq.runs.reading import Scalars, best_choice, best_within
-from seq2seq.runs.report import cost_line
-from seq2seq.runs.sweep import Configuration, convergence, empty_row
+from seq2seq.study.reading import Scalars, best_choice, best_within
+from seq2seq.study.report import cost_line
+from seq2seq.study.sweep import Configuration, convergence, empty_row
 
 # What the comparison sweeps: every attention preset, every `compare_<family>` experiment.
 COMPARE_ATTENTIONS = [Path(entry.name).stem for entry in config_files("attention")]
@@ -197,7 +197,7 @@ def test_every_family_trains_with_the_same_recipe():
 def test_the_csv_goes_to_the_files_folder_and_the_report_stays_in_its_own(sweep, tmp_path):
     """The full budget keeps COMPARISON.md at the top and its CSV and images in docs/results/;
     a `report.out_dir` given on the command line takes them all."""
-    from seq2seq.runs.comparison import BudgetConfig, files_dir
+    from seq2seq.study.comparison import BudgetConfig, files_dir
 
     out, files = tmp_path / "top", tmp_path / "top" / "docs" / "results"
     assert report([sweep], out, files_dir=files) == out / "COMPARISON.md"

@@ -1,4 +1,4 @@
-"""`seq2seq-compare`: its settings (a Hydra app over `seq2seq.runs.comparison`), the
+"""`seq2seq-compare`: its settings (a Hydra app over `seq2seq.study.comparison`), the
 training sweeps it launches, its stages, and one real comparison on a toy task."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from sweep_fixtures import fake_run, read_csv, results, seeded_sweep, significan
 from seq2seq.cli.compare import as_lists
 from seq2seq.configs import preset_names
 from seq2seq.runs import comparison
-from seq2seq.runs.comparison import check, run_comparison
-from seq2seq.runs.launch import Sweep, train_command
-from seq2seq.runs.report import ReportSettings, write_report
+from seq2seq.study.comparison import check, run_comparison
+from seq2seq.study.launch import Sweep, train_command
+from seq2seq.study.report import ReportSettings, write_report
 
 REPO = Path(__file__).resolve().parent.parent
 TOY = ["data=toy_copy", "data.toy_train_size=200", "data.toy_valid_size=20",
@@ -99,7 +99,7 @@ def test_several_jobs_share_the_cores_and_a_cluster_replaces_the_launcher(monkey
 
 
 def test_the_launcher_and_name_overrides_compose_with_the_training_config():
-    from seq2seq.config import register_configs
+    from seq2seq.config.schema import register_configs
     from seq2seq.configs import SEARCH_PATH
 
     command = train_command(Sweep(Path("s"), ["attention=dot"], [1, 2], ["data=toy_copy"], 2))

@@ -23,10 +23,10 @@ from sweep_fixtures import (
     table_rows,
 )
 
-from seq2seq.runs.aer_rows import AlignerFileError, read_aligners
-from seq2seq.runs.launch import Sweep, train_command
-from seq2seq.runs.reading import best_choice, group_by_configuration, one_per_configuration
-from seq2seq.runs.sweep import DEFAULT_BASELINES, find_baseline, link_runs, sweep_configurations
+from seq2seq.study.aer_rows import AlignerFileError, read_aligners
+from seq2seq.study.launch import Sweep, train_command
+from seq2seq.study.reading import best_choice, group_by_configuration, one_per_configuration
+from seq2seq.study.sweep import DEFAULT_BASELINES, find_baseline, link_runs, sweep_configurations
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -214,8 +214,8 @@ def test_test_aer_of_a_real_checkpoint_is_the_aer_hook_on_the_test_pairs(tmp_pat
     the test gold pairs, and the best head is the one with the lowest valid-pair AER."""
     from seq2seq.align.extract import AlignSettings
     from seq2seq.align.gold import gold_set
-    from seq2seq.inference import Translator
-    from seq2seq.runs.gold_aer import checkpoint_aer
+    from seq2seq.search.translator import Translator
+    from seq2seq.study.gold_aer import checkpoint_aer
     from seq2seq.visualise.hooks import AerHook, gold_example
 
     sweep = tmp_path / "attention"

@@ -1,5 +1,5 @@
 """`seq2seq.metrics.paired_bootstrap` (sacrebleu's paired bootstrap, as
-`seq2seq.runs.significance` uses it) against cases with known answers and against a slow
+`seq2seq.study.seed_significance` uses it) against cases with known answers and against a slow
 resampling of the text."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from helpers import dot_score_plugin, plugins_unloaded_after, run_main
 
 from seq2seq import registry
 from seq2seq.cli import check as check_cli
-from seq2seq.config import register_configs
+from seq2seq.config.schema import register_configs
 from seq2seq.models.attention.regions import Region
 from seq2seq.models.attention.scores import DotProductScore, GeneralScore
 from seq2seq.models.costs import linear

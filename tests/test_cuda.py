@@ -11,10 +11,10 @@ import torch
 from helpers import TINY_TOY, compose_config
 
 from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.batching import collate
-from seq2seq.decoding import SearchSettings
-from seq2seq.inference import Translator
 from seq2seq.runs.assemble import assemble_trainer
+from seq2seq.search.translator import Translator
 from seq2seq.special_tokens import PAD_ID
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

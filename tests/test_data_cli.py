@@ -9,8 +9,8 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 from seq2seq.cli.data import format_summary, main
-from seq2seq.config import register_configs
-from seq2seq.data.config import DataConfig
+from seq2seq.config.schema import register_configs
+from seq2seq.data.settings import DataConfig
 
 PAIRS = [("cat", "猫"), ("dog", "狗"), ("tea", "茶")]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from seq2seq.data.config import DataConfig
-from seq2seq.data.presets import CHECKPOINT_DATA_FIELDS
+from seq2seq.data.installed_presets import CHECKPOINT_DATA_FIELDS
+from seq2seq.data.settings import DataConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 

@@ -12,11 +12,11 @@ import pytest
 from helpers import toy_corpus_lines
 
 from seq2seq import registry
-from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import CorpusError, normalise
+from seq2seq.data.installed_presets import data_preset
 from seq2seq.data.prepare import prepare
-from seq2seq.data.presets import data_preset
 from seq2seq.data.record import NOT_IN_KEY, record_key
+from seq2seq.data.settings import DataConfig
 from seq2seq.data.sources import CorpusSource, DataSource, LocatedCorpus, data_source
 from seq2seq.data.sources.text_pair import TextPairSource
 from seq2seq.data.split import write_split_stream

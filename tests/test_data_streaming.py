@@ -30,12 +30,12 @@ from seq2seq.data.arrays import (
     open_ragged,
 )
 from seq2seq.data.batching import ParallelData
-from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import read_pairs
 from seq2seq.data.encode import encode_pairs, encode_split, open_encoded
 from seq2seq.data.fetch import MIRROR_ENV, fetch
 from seq2seq.data.hashsplit import DUPLICATE, LABELS, PairHashes, assign_splits
 from seq2seq.data.prepare import prepare
+from seq2seq.data.settings import DataConfig
 from seq2seq.data.sources.tabular import TabularSource
 from seq2seq.data.split import near_duplicate_key, split_pairs
 from seq2seq.data.synth import source_lines, synthetic_lines, write_synthetic

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from seq2seq.data.config import DataConfig
 from seq2seq.data.prepare import prepare
+from seq2seq.data.settings import DataConfig
 from seq2seq.data.tokenizer import SymbolTokenizer
 from seq2seq.data.toy import ToySpec, gold_alignment, toy_splits
 

@@ -14,7 +14,7 @@ from seq2seq.models.base import reorder_state
 from seq2seq.models.decoders import CNNDecoder, RNNDecoder, TransformerDecoder
 from seq2seq.models.decoders.rnn import STYLES
 from seq2seq.models.positional import sinusoid_table
-from seq2seq.models.recurrent import RNN_CELLS
+from seq2seq.models.rnn_cells import RNN_CELLS
 
 EMBED, HIDDEN, BATCH, SRC_LEN, TGT_LEN = 5, 8, 3, 7, 6
 ATOL = 1e-5

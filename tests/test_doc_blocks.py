@@ -1,5 +1,5 @@
-"""The runner of the pages' command blocks (seq2seq.testing.doc_blocks), the output regions
-it fills (seq2seq.site.outputs) and the results pages' includes (seq2seq.site.includes), on
+"""The runner of the pages' command blocks (tools.site.doc_blocks), the output regions
+it fills (tools.site.outputs) and the results pages' includes (tools.site.includes), on
 small pages written here."""
 
 from __future__ import annotations
@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq.site.includes import include_files
-from seq2seq.site.outputs import fill_page, output_names, region_names
-from seq2seq.testing.doc_blocks import (
+from tools.site.doc_blocks import (
     DocBlockError,
     original_page,
     read_blocks,
@@ -20,6 +18,8 @@ from seq2seq.testing.doc_blocks import (
     with_toy_overrides,
     working_folder,
 )
+from tools.site.includes import include_files
+from tools.site.outputs import fill_page, output_names, region_names
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FENCE = "```"
@@ -306,7 +306,7 @@ as the page shows it
 
 
 def test_the_readmes_first_run_ends_with_the_block_that_draws_its_picture():
-    from seq2seq.site.__main__ import FIRST_RUN_IMAGE, FIRST_RUN_PICTURE, first_run_blocks
+    from tools.site.__main__ import FIRST_RUN_IMAGE, FIRST_RUN_PICTURE, first_run_blocks
 
     blocks = first_run_blocks(REPO_ROOT / "README.md")
     assert FIRST_RUN_PICTURE in blocks[-1].creates
@@ -317,7 +317,7 @@ def test_the_readmes_first_run_ends_with_the_block_that_draws_its_picture():
 
 
 def test_a_page_that_trains_on_tatoeba_uses_the_shared_corpus(tmp_path):
-    from seq2seq.testing.doc_blocks import uses_shared_data
+    from tools.site.doc_blocks import uses_shared_data
 
     trains = page(tmp_path, f"<!-- run -->\n{FENCE}bash\nmake train ARGS=x\n{FENCE}\n")
     assert uses_shared_data(trains)

@@ -1,6 +1,6 @@
 """Every command block of the README and the tutorial (both languages) runs, at toy size.
 
-The pages mark their blocks (`<!-- run ... -->`, seq2seq.testing.doc_blocks); each page's
+The pages mark their blocks (`<!-- run ... -->`, tools.site.doc_blocks); each page's
 blocks run in order in a working folder of their own, and each must exit 0 and leave the
 files its marker names. A bash or python block without a marker fails here, so that no
 command is shown without being run; a block marked `skip="why"` is reported as skipped.
@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq.site.outputs import output_names, region_names
-from seq2seq.testing.doc_blocks import (
+from tools.site.doc_blocks import (
     original_page,
     prepare_shared_data,
     read_blocks,
@@ -29,6 +28,7 @@ from seq2seq.testing.doc_blocks import (
     unmarked_command_blocks,
     uses_shared_data,
 )
+from tools.site.outputs import output_names, region_names
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PAGES = runnable_pages(REPO_ROOT)

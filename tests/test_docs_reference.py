@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from seq2seq import registry
-from seq2seq.settings_checks import SECTION_RULES, at_least, optional
-from seq2seq.site import readme_tables, reference
+from seq2seq.config.value_checks import SECTION_RULES, at_least, optional
+from tools.site import readme_tables, reference
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
@@ -28,7 +28,7 @@ def test_the_committed_reference_pages_are_what_the_code_generates(pages):
     ]  # fmt: skip
     assert not stale, (
         f"docs/{', docs/'.join(stale)} differ from what the code generates: run `make docs` "
-        "(or `.venv/bin/python -m seq2seq.site --no-outputs`) and commit the pages"
+        "(or `.venv/bin/python -m tools.site --no-outputs`) and commit the pages"
     )
 
 
@@ -71,7 +71,7 @@ def test_the_readmes_component_tables_are_what_the_registry_generates():
     assert not stale, (
         f"the components tables of {', '.join(stale)} (between <!-- generated: components --> "
         "and <!-- /generated -->) differ from the registry: run make docs "
-        "(or `.venv/bin/python -m seq2seq.site --no-outputs`) and commit the README"
+        "(or `.venv/bin/python -m tools.site --no-outputs`) and commit the README"
     )
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from helpers import compose_config
 
-from seq2seq.build import build_model
+from seq2seq.config.build import build_model
 from seq2seq.models import dropout
 from seq2seq.special_tokens import BOS_ID, PAD_ID
 

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from helpers import compose_config
 
 from seq2seq import registry
-from seq2seq.build import instantiate_part
+from seq2seq.config.build import instantiate_part
 from seq2seq.configs import preset_names
 from seq2seq.models.base import Encoder
 from seq2seq.models.encoders import CNNEncoder, RNNEncoder, TransformerEncoder

@@ -18,11 +18,11 @@ import pytest
 import torch
 from helpers import compose_config, letters, reversed_text, run_main, save_model, train_reverse
 
-from seq2seq.build import build_model
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
+from seq2seq.config.build import build_model
+from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.tokenizer import SubwordTokenizer
-from seq2seq.decoding import SearchSettings
-from seq2seq.inference import Translator
+from seq2seq.search.translator import Translator
 
 ctranslate2 = pytest.importorskip(
     "ctranslate2", reason="ctranslate2 is not installed (pip install 'seq2seq-attention[export]')"
@@ -30,7 +30,7 @@ ctranslate2 = pytest.importorskip(
 
 from seq2seq.cli import export as export_cli  # noqa: E402
 from seq2seq.cli import translate as translate_cli  # noqa: E402
-from seq2seq.export.engine import CTranslate2Translator  # noqa: E402
+from seq2seq.export.ctranslate2_translator import CTranslate2Translator  # noqa: E402
 
 TRANSFORMER = [
     "encoder=transformer", "decoder=transformer", "attention=multihead", "data=toy_reverse",
@@ -116,7 +116,7 @@ def test_float32_beam5_best_hypotheses_equal_and_5_best_lists_nearly(trained, se
     searches keep different finished hypotheses near the end (CTranslate2 stops at the
     first 5 finished, the project when no live one can still win), not a rounding matter.
     A hypothesis both found has the same log-probability, up to CTranslate2 removing PAD
-    and BOS before its softmax (`seq2seq.export.engine`)."""
+    and BOS before its softmax (`seq2seq.export.ctranslate2_translator`)."""
     checkpoint, out, _ = trained
     settings = SearchSettings(beam_size=5, n_best=5, length_penalty=1.0)
     ours = Translator.load(checkpoint).translate(sentences, settings)

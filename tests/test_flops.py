@@ -14,7 +14,7 @@ import pytest
 import torch
 from helpers import compose_config
 
-from seq2seq.build import build_model
+from seq2seq.config.build import build_model
 from seq2seq.flops import flops_breakdown, forward_flops, training_flops
 from seq2seq.testing.flops import counted_flops
 

@@ -9,12 +9,12 @@ import torch
 from helpers import compose_config
 from torch import nn
 
-from seq2seq.build import ConfigError, build_model
+from seq2seq.config.build import ConfigError, build_model
+from seq2seq.config.value_checks import check_settings
 from seq2seq.models.attention import Attention
 from seq2seq.models.decoders import RNNDecoder
 from seq2seq.models.encoders import RNNEncoder
-from seq2seq.models.recurrent import set_forget_bias
-from seq2seq.settings_checks import check_settings
+from seq2seq.models.rnn_cells import set_forget_bias
 
 
 def gate_sums(rnn: nn.RNNBase) -> dict[str, torch.Tensor]:

@@ -1,8 +1,8 @@
-"""The rare-word slice of `seq2seq.bench.generalisation`: words and counts from training."""
+"""The rare-word slice of `tools.bench.generalisation`: words and counts from training."""
 
 from __future__ import annotations
 
-from seq2seq.bench.generalisation import rare_rows, word_counts, words
+from tools.bench.generalisation import rare_rows, word_counts, words
 
 
 def test_words_are_letter_runs_or_characters_of_an_unspaced_language():

@@ -14,11 +14,11 @@ import pytest
 import torch
 from helpers import TINY_TOY, compose_config
 
-from seq2seq.bench import gpu as gpu_bench
-from seq2seq.build import ConfigError
+from seq2seq.config.build import ConfigError
+from seq2seq.config.value_checks import check_settings
 from seq2seq.runs import loss_curves as compare
 from seq2seq.runs.assemble import assemble_trainer
-from seq2seq.settings_checks import check_settings
+from tools.bench import gpu as gpu_bench
 
 ROOT = Path(__file__).resolve().parent.parent
 

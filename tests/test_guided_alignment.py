@@ -14,25 +14,25 @@ import pytest
 import torch
 from helpers import LEXICON, TINY_TOY, compose_config
 
-from seq2seq.align import guidance as guidance_module
+from seq2seq.align import training_links as guidance_module
 from seq2seq.align.attention import read_later, teacher_forced_weights
-from seq2seq.align.guidance import (
+from seq2seq.align.training_links import (
     NO_LINKS,
     check_links_source,
     moved_onto_pieces,
     with_training_links,
 )
-from seq2seq.build import ConfigError, build_model, plain
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.checkpoint_config import validated_config
+from seq2seq.config.build import ConfigError, build_model, plain
+from seq2seq.config.stored import validated_config
+from seq2seq.config.value_checks import check_settings
 from seq2seq.data.batching import ParallelData, collate
 from seq2seq.data.fetch import MIRROR_ENV
 from seq2seq.data.links import GuidedSplit, PieceLinks, link_targets, stored_rows
 from seq2seq.data.prepare import prepare
 from seq2seq.metrics.alignment_accuracy import alignment_accuracy, toy_links
 from seq2seq.runs.assemble import assemble_trainer, check_startup, data_config, train_and_test
-from seq2seq.settings_checks import check_settings
-from seq2seq.training.guidance import (
+from seq2seq.training.guided_alignment import (
     EPSILON,
     Guidance,
     alignment_loss,

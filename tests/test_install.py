@@ -77,6 +77,23 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed, tmp_path
     assert int(encoders) == len(list((REPO_ROOT / "configs" / "encoder").glob("*.yaml")))
 
 
+def test_the_wheel_installs_no_workshop_module(installed, tmp_path):
+    """Benchmarks, the site generator, the docs-block checker and the load tester stay in the
+    checkout's workshop (tools/): the wheel installs the translator and its annexes only."""
+    result = run([str(installed / "python"), "-c",
+                  "import importlib.util as u, pathlib, seq2seq; "
+                  "print(u.find_spec('tools') is None); "
+                  "root = pathlib.Path(seq2seq.__file__).parent; "
+                  "print('\\n'.join(str(p.relative_to(root)) for p in root.rglob('*.py')))"],
+                 cwd=tmp_path)  # fmt: skip
+    first, *modules = result.stdout.splitlines()
+    assert first == "True"
+    assert "cli/train.py" in modules and "search/translator.py" in modules
+    workshop = [m for m in modules
+                if m.startswith(("bench/", "site/")) or m in ("serve/load.py", "testing/doc_blocks.py")]  # fmt: skip
+    assert workshop == []
+
+
 def test_train_then_translate_from_an_empty_folder(installed, tmp_path):
     run([str(installed / "seq2seq-train"), "data=toy_copy", "data.toy_train_size=256",
          "data.toy_valid_size=16", "data.toy_test_size=16", "encoder=gru", "decoder=gru",

@@ -7,7 +7,7 @@ import pytest
 import torch
 from helpers import is_png, lab_quick_fixture
 
-from seq2seq.build import build_model
+from seq2seq.config.build import build_model
 from seq2seq.lab.masks import EXPERIMENT, FAR_BELOW
 from seq2seq.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from tests.helpers import compose_config

@@ -31,9 +31,11 @@ def lint_imports(package_parent: Path) -> subprocess.CompletedProcess:
 
 
 def copy_of_the_package(folder: Path) -> Path:
-    """The package's Python files below `folder/seq2seq` (and the configs package)."""
+    """The package's Python files below `folder/seq2seq` (and the configs package), and the
+    workshop's below `folder/tools`."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(REPO_ROOT / "seq2seq", folder / "seq2seq", ignore=ignore)
+    shutil.copytree(REPO_ROOT / "tools", folder / "tools", ignore=ignore)
     shutil.copytree(REPO_ROOT / "configs", folder / "seq2seq" / "configs", ignore=ignore)
     return folder
 
@@ -48,8 +50,13 @@ def test_the_package_keeps_its_layers(tmp_path):
     ("module", "wrong_import"),
     [
         ("seq2seq/data/corpus.py", "import seq2seq.models.model"),  # data knows no models
-        ("seq2seq/inference.py", "import seq2seq.training.trainer"),  # serving needs no training
+        ("seq2seq/search/translator.py", "import seq2seq.training.trainer"),  # serving needs no training
         ("seq2seq/checkpoint.py", "from seq2seq.runs import folder"),  # upwards
+        ("seq2seq/training/trainer.py", "import seq2seq.study.reading"),  # core imports an annex
+        ("seq2seq/align/head_choice.py", "import seq2seq.export.parts"),  # core imports an annex
+        ("seq2seq/lab/page.py", "import tools.bench.speed"),  # an annex imports the workshop
+        ("seq2seq/runs/assemble.py", "import tools.site.reference"),  # the core imports it
+        ("seq2seq/serve/app.py", "import seq2seq.lab.page"),  # one annex beside another
     ],
 )
 def test_a_wrong_way_import_breaks_the_contract(tmp_path, module, wrong_import):

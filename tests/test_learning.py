@@ -13,8 +13,9 @@ import pytest
 import torch
 from helpers import compose_config
 
-from seq2seq.decoding import SearchSettings, translate_ids
+from seq2seq.config.search_settings import SearchSettings
 from seq2seq.runs.assemble import Placement, assemble_trainer
+from seq2seq.search.batched import translate_ids
 from seq2seq.testing import Runner
 from seq2seq.testing.learning import trained_copy_model
 from seq2seq.testing.suite import one_thread

@@ -1,4 +1,4 @@
-"""`make bench --matmul-bound` (seq2seq.bench.matmul_bound): every matrix product of an
+"""`make bench --matmul-bound` (tools.bench.matmul_bound): every matrix product of an
 update is recorded with its layout, counted in FLOPs by hand, replayed alone on operands of
 the same layout, and the table's rates follow from the figures."""
 
@@ -8,7 +8,8 @@ import pytest
 import torch
 from helpers import TINY_TOY, compose_config
 
-from seq2seq.bench.matmul_bound import (
+from seq2seq.runs.assemble import assemble_trainer
+from tools.bench.matmul_bound import (
     Product,
     ProductRecorder,
     bound_row,
@@ -16,7 +17,6 @@ from seq2seq.bench.matmul_bound import (
     operands,
     seconds_alone,
 )
-from seq2seq.runs.assemble import assemble_trainer
 
 
 def cells(line: str) -> list[str]:

@@ -14,7 +14,7 @@ import torch
 from helpers import compose_config
 
 from seq2seq import registry
-from seq2seq.build import build_model
+from seq2seq.config.build import build_model
 from seq2seq.configs import preset_names
 from seq2seq.special_tokens import BOS_ID, PAD_ID
 

@@ -26,11 +26,12 @@ from helpers import (
 )
 from torch.utils.flop_counter import FlopCounterMode
 
-from seq2seq import config, registry
-from seq2seq.build import ConfigError, plain
+from seq2seq import registry
 from seq2seq.checkpoint import CheckpointError
-from seq2seq.checkpoint_config import check_known_keys
 from seq2seq.cli import align, evaluate, translate
+from seq2seq.config import schema as config
+from seq2seq.config.build import ConfigError, plain
+from seq2seq.config.stored import check_known_keys
 from seq2seq.models.attention import Attention
 from seq2seq.plugins import PluginError, import_plugins
 from seq2seq.runs.assemble import assemble_trainer, check_startup

@@ -22,13 +22,13 @@ from helpers import (
 )
 from torch import nn
 
-from seq2seq.build import build_model, count_parameters
 from seq2seq.cli import translate as translate_cli
+from seq2seq.config.build import build_model, count_parameters
+from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.batching import collate
 from seq2seq.data.tokenizer import SubwordTokenizer
-from seq2seq.decoding import SearchSettings
-from seq2seq.inference import Translator
 from seq2seq.quantization import QuantizationError, check_quantization, quantized
+from seq2seq.search.translator import Translator
 
 TOY = ["data=toy_reverse", "model.embed_dim=32", "encoder.hidden_size=32", "decoder.hidden_size=32"]
 FAMILIES = {
@@ -135,7 +135,7 @@ def test_translate_option_quantization(trained_gru, capsys):
 
 
 def test_service_reports_the_quantization(trained_gru):
-    from seq2seq.serve.engine import TorchEngine
+    from seq2seq.serve.backends import TorchEngine
 
     engine = TorchEngine(Translator.load(trained_gru, quantization="int8"), trained_gru)
     info = engine.model_info()

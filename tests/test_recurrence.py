@@ -1,4 +1,4 @@
-"""The CPU recurrence of the RNN encoders (`seq2seq.models.recurrence`): its values and
+"""The CPU recurrence of the RNN encoders (`seq2seq.models.stacked_rnn`): its values and
 gradients against PyTorch's own packed modules, its hand-written backward against finite
 differences, and the encoder's two paths against each other."""
 
@@ -10,7 +10,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seq2seq.models.encoders import RNNEncoder
-from seq2seq.models.recurrence import ElmanLayer, GRULayer, LSTMLayer, recur, reversal_index
+from seq2seq.models.stacked_rnn import ElmanLayer, GRULayer, LSTMLayer, recur, reversal_index
 
 LENGTHS = [7, 3, 5, 1, 6]  # right-padded to 8: every sentence has padding after it
 STEPS = 8

@@ -22,14 +22,14 @@ from helpers import compose_config
 from torch.utils.flop_counter import FlopCounterMode
 
 from seq2seq import registry
-from seq2seq.build import ConfigError, build_model, plain
-from seq2seq.config import register_configs
+from seq2seq.config.build import ConfigError, build_model, plain
+from seq2seq.config.schema import register_configs
+from seq2seq.config.value_checks import check_settings
 from seq2seq.configs import preset_names
 from seq2seq.models.attention import Attention, attention_choice, component_node
 from seq2seq.models.attention.heads import HeadLinear
 from seq2seq.models.attention.scores import DotProductScore, build_score
 from seq2seq.models.costs import linear
-from seq2seq.settings_checks import check_settings
 
 # Constructor arguments that the model builder or the trainer passes, not the config.
 PASSED_BY_THE_BUILDER = {"embed_dim", "attention", "query_dim", "key_dim", "value_dim",

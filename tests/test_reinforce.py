@@ -11,13 +11,13 @@ from helpers import TINY_TOY, compose_config
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from seq2seq.build import ConfigError
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.inference import Translator
+from seq2seq.config.build import ConfigError
+from seq2seq.config.value_checks import check_settings
 from seq2seq.models.attention.masks import visible_keys
 from seq2seq.models.attention.regions import HardRegion, masked_log_softmax, one_hot_argmax
 from seq2seq.runs.assemble import train_and_test
-from seq2seq.settings_checks import check_settings
+from seq2seq.search.translator import Translator
 from seq2seq.testing import check_component
 from seq2seq.training.reinforce import recording, reinforce_regions, reinforce_surrogate
 

@@ -13,7 +13,7 @@ import torch
 from helpers import compose_config
 
 from seq2seq import registry
-from seq2seq.build import instantiate_part
+from seq2seq.config.build import instantiate_part
 
 WARMUP, TOTAL, STEPS = 4, 12, 14
 

@@ -394,7 +394,7 @@ def test_output_is_capped_at_the_decoder_position_table(search, family):
     row instead of failing there: at most 7 tokens, then the forced EOS."""
     from helpers import TINY_TOY, compose_config
 
-    from seq2seq.build import build_model
+    from seq2seq.config.build import build_model
 
     cfg = compose_config(TINY_TOY + [f"encoder={family}", f"decoder={family}",
                                      "attention=dot", "encoder.hidden_size=32",
@@ -430,7 +430,7 @@ def test_beam_leaves_source_state_in_place_and_finds_the_same(family, monkeypatc
     every entry, as for a decoder that declares none, gives the same hypotheses."""
     from helpers import TINY_TOY, compose_config
 
-    from seq2seq.build import build_model
+    from seq2seq.config.build import build_model
 
     cfg = compose_config(TINY_TOY + [f"encoder={family}", f"decoder={family}", "attention=dot",
                                      "encoder.hidden_size=32", "decoder.hidden_size=32"])  # fmt: skip

@@ -11,10 +11,10 @@ from helpers import compose_config
 from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from seq2seq.build import ConfigError
 from seq2seq.cli import evaluate, translate
-from seq2seq.decoding import SearchSettings, SearchSettingsError
-from seq2seq.settings_checks import check_test_search
+from seq2seq.config.build import ConfigError
+from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
+from seq2seq.config.value_checks import check_test_search
 
 PUBLISHED = {  # the test-time search of the published BLEU figures (BENCHMARKS.md)
     "beam_size": 5,

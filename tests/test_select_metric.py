@@ -11,8 +11,8 @@ import pytest
 import torch
 from helpers import TINY_TOY, compose_config
 
-from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError, load_checkpoint
+from seq2seq.config.build import ConfigError
 from seq2seq.runs.assemble import assemble_trainer, check_startup
 from seq2seq.training.trainer import Progress
 

@@ -27,12 +27,12 @@ with warnings.catch_warnings():  # Starlette asks for `httpx2`; `httpx` works th
     from fastapi import testclient
 
 from seq2seq.align.defaults import default_settings  # noqa: E402
-from seq2seq.build import count_parameters  # noqa: E402
 from seq2seq.cli import translate  # noqa: E402
-from seq2seq.decoding import SearchSettings  # noqa: E402
-from seq2seq.inference import Translator  # noqa: E402
+from seq2seq.config.build import count_parameters  # noqa: E402
+from seq2seq.search.batched import SearchSettings  # noqa: E402
+from seq2seq.search.translator import Translator  # noqa: E402
 from seq2seq.serve.app import create_app  # noqa: E402
-from seq2seq.serve.engine import TorchEngine  # noqa: E402
+from seq2seq.serve.backends import TorchEngine  # noqa: E402
 from seq2seq.serve.limits import Limits, LimitsError  # noqa: E402
 from seq2seq.visualise.viewer import PAGE_SCRIPT, PAGE_STYLE, viewer_data  # noqa: E402
 
@@ -342,8 +342,8 @@ def test_the_ctranslate2_engine_answers_as_seq2seq_translate_does(checkpoint, tm
     pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (the export extra)")
     from seq2seq.cli.export import alignment_head
     from seq2seq.export import export_ctranslate2
-    from seq2seq.export.engine import CTranslate2Translator
-    from seq2seq.serve.engine import CTranslate2Engine
+    from seq2seq.export.ctranslate2_translator import CTranslate2Translator
+    from seq2seq.serve.backends import CTranslate2Engine
 
     folder = export_ctranslate2(checkpoint, tmp_path / "ct2", choose_alignment=alignment_head)
     engine = CTranslate2Engine(CTranslate2Translator.load(folder, threads=1), folder)

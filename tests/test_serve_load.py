@@ -1,4 +1,4 @@
-"""The load test's statistics and its guards (`seq2seq.serve.load`); the load test itself
+"""The load test's statistics and its guards (`tools.serve_load`); the load test itself
 runs against a real server in `scripts/serve_load.py`."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from seq2seq.serve.load import (
+from tools.serve_load import (
     LoadError,
     Summary,
     check_loopback,

@@ -21,7 +21,7 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.config import register_configs
+from seq2seq.config.schema import register_configs
 from seq2seq.runs import cluster
 from seq2seq.runs.assemble import train_and_test
 from seq2seq.runs.folder import resolve_resume

@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers import compose_config
 
-from seq2seq.build import build_model
+from seq2seq.config.build import build_model
 from seq2seq.models.dropout import ElementDropout, TokenDropout, dropout_layer
 
 
@@ -51,7 +51,7 @@ def test_config_puts_token_dropout_on_every_transformer_site_and_word_dropout_on
 
 
 def test_word_dropout_is_checked_like_every_dropout():
-    from seq2seq.settings_checks import check_settings
+    from seq2seq.config.value_checks import check_settings
 
     cfg = compose_config(["data=toy_reverse", "model.word_dropout=1.5"])
     with pytest.raises(Exception, match="model.word_dropout"):

@@ -159,7 +159,7 @@ def test_a_valid_subset_spreads_over_the_whole_split():
 
 
 def test_scheduled_sampling_feeds_back_the_models_own_predictions(tmp_path):
-    from seq2seq.build import build_model, plain
+    from seq2seq.config.build import build_model, plain
     from seq2seq.data.prepare import prepare
     from seq2seq.training.logger import RunLogger
     from seq2seq.training.trainer import Trainer

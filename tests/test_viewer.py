@@ -14,10 +14,10 @@ import torch
 from helpers import compose_config
 
 from seq2seq.cli import translate
-from seq2seq.decoding import SearchSettings
-from seq2seq.inference import Translator
+from seq2seq.config.search_settings import SearchSettings
 from seq2seq.models.attention import recording_weights, self_attention
 from seq2seq.runs.assemble import train_and_test
+from seq2seq.search.translator import Translator
 from seq2seq.special_tokens import BOS_ID, EOS_ID
 from seq2seq.visualise.probes import probes_for
 from seq2seq.visualise.viewer import embedded_json, viewer_html

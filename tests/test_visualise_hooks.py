@@ -21,7 +21,7 @@ from seq2seq.align.extract import AlignSettings, Sentence
 from seq2seq.align.gold import as_in_corpus, gold_set
 from seq2seq.align.pharaoh import Links
 from seq2seq.align.words import piece_words, words
-from seq2seq.build import build_model, plain
+from seq2seq.config.build import build_model, plain
 from seq2seq.data.batching import collate
 from seq2seq.data.prepare import prepare
 from seq2seq.data.tokenizer import SubwordTokenizer

@@ -7,7 +7,7 @@ reference gives every model the same target positions, so alignments of differen
 and training steps compare (a model's own outputs would not line up).
 
 A model guided with `alignment.shift` k learned the links of target piece t at decoder step
-t + k (`seq2seq.training.guidance`), so its rows are read k steps later (`read_later`):
+t + k (`seq2seq.training.guided_alignment`), so its rows are read k steps later (`read_later`):
 row t of what these functions return is step t + k, and the last k rows are empty.
 """
 

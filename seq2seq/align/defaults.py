@@ -3,7 +3,7 @@
 In this order:
 
 1. guided: a model trained with guided alignment (config section `alignment`, with
-   `guided: true`, its `layer` and `heads`; `seq2seq.training.guidance`) aligns with the
+   `guided: true`, its `layer` and `heads`; `seq2seq.training.guided_alignment`) aligns with the
    head it was taught to;
 2. chosen: else the layer and head that training found to have the lowest AER on the
    valid gold pairs at the validation that wrote the checkpoint (`alignment_choice`, see
@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from seq2seq.align.extract import NO_ATTENTION, AlignmentError, AlignSettings
-from seq2seq.build import plain
 from seq2seq.checkpoint import AlignmentChoice
-from seq2seq.inference import Translator
-from seq2seq.training.guidance import Guidance, resolve_layer
+from seq2seq.config.build import plain
+from seq2seq.search.translator import Translator
+from seq2seq.training.guided_alignment import Guidance, resolve_layer
 
 GUIDED, CHOSEN, DEFAULT = "guided", "chosen", "default"
 

@@ -36,7 +36,7 @@ from seq2seq.align.pharaoh import Link, Links
 from seq2seq.align.words import attach_punctuation, piece_words, words
 from seq2seq.data.languages import is_unspaced_cjk
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.inference import Translation, Translator
+from seq2seq.search.translator import Translation, Translator
 from seq2seq.special_tokens import EOS_PIECE
 
 log = logging.getLogger(__name__)

@@ -70,7 +70,7 @@ from seq2seq.align.extract import (
 from seq2seq.align.pharaoh import Links
 from seq2seq.align.statistical import symmetrise
 from seq2seq.data.languages import base_language
-from seq2seq.inference import Translator
+from seq2seq.search.translator import Translator
 
 LINK_METHODS = ("intersection", "union", "grow-diag", "grow-diag-final", "grow-diag-final-and")
 SYMMETRISATIONS = (*LINK_METHODS, "harmonic")

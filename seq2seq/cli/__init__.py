@@ -3,5 +3,5 @@
 * `seq2seq-train` (`train`): Hydra app over `seq2seq.runs.assemble.train_and_test`;
 * `seq2seq-data` (`data`): Hydra app over `seq2seq.data.prepare.prepare`;
 * `seq2seq-translate` (`translate`) and `seq2seq-evaluate` (`evaluate`): a checkpoint
-  through `seq2seq.inference.Translator`.
+  through `seq2seq.search.translator.Translator`.
 """

@@ -36,8 +36,8 @@ from seq2seq.align.statistical import (
 )
 from seq2seq.cli.options import OneLineParser, check_output_files, number, whole
 from seq2seq.cli.translate import InputError, one_line, read_text_lines
+from seq2seq.config.value_checks import thread_limit
 from seq2seq.output_folders import OutputPlaceError, writing_file
-from seq2seq.settings_checks import thread_limit
 
 PROGRAM = "seq2seq-align-baseline"
 ALL = "all"

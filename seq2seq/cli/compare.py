@@ -1,5 +1,5 @@
 """`seq2seq-compare`: train sweeps of configurations with several seeds, then write the
-comparison (COMPARISON.md, comparison.csv): a Hydra app over `seq2seq.runs.comparison`.
+comparison (COMPARISON.md, comparison.csv): a Hydra app over `seq2seq.study.comparison`.
 
     seq2seq-compare                                     # what `make compare` runs
     seq2seq-compare budget=small seeds=2 jobs=2         # quicker, two trainings at once
@@ -11,12 +11,12 @@ comparison (COMPARISON.md, comparison.csv): a Hydra app over `seq2seq.runs.compa
     seq2seq-compare stages=[summary] sweeps=[multirun/2026-12-02/10-00-00] report.out_dir=/tmp/r
     seq2seq-compare --cfg job                           # every setting, with its default
 
-Every key is in `seq2seq.runs.comparison.CompareConfig` (a typo fails at start-up, naming
+Every key is in `seq2seq.study.comparison.CompareConfig` (a typo fails at start-up, naming
 the key); the budgets are `configs/compare/budget/`. A comparison always sweeps, so a
 comma list of a list key (`attention=a,b`) is read as the list `[a,b]`, where Hydra would
 otherwise ask for `--multirun`. Extra training overrides hold `=` and are quoted:
 `'train=["data=toy_copy","trainer.max_steps=20"]'`. The training schemas are not stored in
-this process (`seq2seq.config.register_configs`): with them, Hydra would read `attention=`
+this process (`seq2seq.config.schema.register_configs`): with them, Hydra would read `attention=`
 as a choice of their `attention` group; the user's presets are given with `config_dir=`
 (passed to training as `--config-dir`), not Hydra's own `--config-dir`, for the same reason.
 
@@ -42,9 +42,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from seq2seq.cli.hydra_places import check_config_folders, run_hydra_app
 from seq2seq.cli.options import check_device
-from seq2seq.runs.aer_rows import AlignerFileError
-from seq2seq.runs.comparison import CompareConfig, StageError, run_comparison
-from seq2seq.runs.launch import SweepFailed
+from seq2seq.study.aer_rows import AlignerFileError
+from seq2seq.study.comparison import CompareConfig, StageError, run_comparison
+from seq2seq.study.launch import SweepFailed
 
 log = logging.getLogger(__name__)
 PLAIN = re.compile(r"[\w./:@*+~-]+")  # what Hydra reads unquoted in a list

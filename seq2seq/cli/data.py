@@ -36,13 +36,12 @@ from omegaconf.errors import OmegaConfBaseException
 
 from seq2seq.cli.hydra_places import check_config_folders, run_hydra_app
 from seq2seq.cli.options import OneLineParser, whole
-from seq2seq.config import register_configs
+from seq2seq.config.schema import register_configs
 from seq2seq.configs import SEARCH_PATH
-from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import FetchError, fetch, folder_lock
+from seq2seq.data.installed_presets import PresetError, data_preset, one_line
 from seq2seq.data.prepare import prepare
-from seq2seq.data.presets import PresetError, data_preset, one_line
 from seq2seq.data.record import (
     OlderRecordError,
     PreparationRecord,
@@ -50,6 +49,7 @@ from seq2seq.data.record import (
     stale_reasons,
     verify_files,
 )
+from seq2seq.data.settings import DataConfig
 from seq2seq.data.synth import source_lines, write_synthetic
 from seq2seq.output_folders import OutputPlaceError, check_output_file
 

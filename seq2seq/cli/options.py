@@ -9,7 +9,7 @@ command does, and a bad value is one line through `OneLineParser` with exit code
     core of this machine's 2), got '100000'
 
 - `threads`, `threads_or_all`: a torch thread count, at most `THREADS_PER_CORE` per core of
-  this machine (`seq2seq.settings_checks.thread_limit`, which `trainer.threads` shares):
+  this machine (`seq2seq.config.value_checks.thread_limit`, which `trainer.threads` shares):
   `torch.set_num_threads(100000)` ends the process in a segmentation fault;
 - `device`, `device_or_auto`: cpu, cuda or cuda:N, and CUDA only where it exists
   (`check_device`);
@@ -30,8 +30,8 @@ from typing import NoReturn
 
 import torch
 
+from seq2seq.config.value_checks import MAX_SEED, threads_problem
 from seq2seq.output_folders import OutputPlaceError, check_output_file
-from seq2seq.settings_checks import MAX_SEED, threads_problem
 
 MAX_PORT = 65535
 MAX_COUNT = 10**9  # `count`: above any number of steps, sentences or repetitions asked for

@@ -30,10 +30,10 @@ from typing import Any, get_type_hints
 
 import torch
 
-from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.cli.options import OneLineParser, port, threads
 from seq2seq.cli.translate import checked_settings, one_line, search_arguments
+from seq2seq.config.build import ConfigError
 from seq2seq.plugins import PluginError, import_plugins
 from seq2seq.quantization import QuantizationError
 from seq2seq.serve import INSTALL_HINT
@@ -142,18 +142,18 @@ def port_problem(host: str, port: int) -> str | None:
 def load_engine(args: argparse.Namespace) -> Any:
     """The engine of the checkpoint (or export folder); None after one error line."""
     from seq2seq.export import ExportError
-    from seq2seq.serve.engine import CTranslate2Engine, TorchEngine
+    from seq2seq.serve.backends import CTranslate2Engine, TorchEngine
 
     try:
         if args.engine == "ctranslate2":
-            from seq2seq.export.engine import CTranslate2Translator
+            from seq2seq.export.ctranslate2_translator import CTranslate2Translator
 
             translator = CTranslate2Translator.load(
                 args.checkpoint, args.device, args.threads, args.quantization
             )
             return CTranslate2Engine(translator, args.checkpoint)
         import_plugins(args.plugins)
-        from seq2seq.inference import Translator
+        from seq2seq.search.translator import Translator
 
         translator = Translator.load(args.checkpoint, args.device, args.quantization or "float32")
         return TorchEngine(translator, args.checkpoint)

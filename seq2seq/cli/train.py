@@ -35,10 +35,10 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.cli.hydra_places import check_config_folders, run_hydra_app
-from seq2seq.config import register_configs
+from seq2seq.config.build import ConfigError
+from seq2seq.config.schema import register_configs
 from seq2seq.configs import SEARCH_PATH
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import FetchError

@@ -9,7 +9,7 @@
     seq2seq-translate --engine ctranslate2 OUT/ "我爱中国。"   # a seq2seq-export folder
 
 `--engine ctranslate2` translates with a folder written by `seq2seq-export --format
-ctranslate2` instead of a checkpoint, with the same search settings (`seq2seq.export.engine`).
+ctranslate2` instead of a checkpoint, with the same search settings (`seq2seq.export.ctranslate2_translator`).
 It gives the attention of one head only, the one the export recorded for alignments (the
 checkpoint's, as below), so `--alignments` works with it while `--html`, `--plot`,
 `--show-attention` and `--probes` are refused.
@@ -46,15 +46,15 @@ from typing import get_type_hints
 from seq2seq.align.defaults import DefaultSettings, default_settings, head_marks
 from seq2seq.align.extract import AlignmentError, AlignSettings, translation_links
 from seq2seq.align.pharaoh import Links, format_links
-from seq2seq.build import ConfigError
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.cli.options import OneLineParser, check_output_files, device
-from seq2seq.decoding import SearchSettings, SearchSettingsError
+from seq2seq.config.build import ConfigError
+from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
 from seq2seq.files import opened_for_reading
-from seq2seq.inference import Translation, Translator
 from seq2seq.output_folders import OutputPlaceError, writing_file
 from seq2seq.plugins import PluginError, import_plugins
 from seq2seq.quantization import QUANTIZATIONS, QuantizationError
+from seq2seq.search.translator import Translation, Translator
 from seq2seq.text_encoding import TextEncodingError, check_stream
 from seq2seq.visualise.probes import Probe, probes_for
 from seq2seq.visualise.text import attention_matrix_text
@@ -200,7 +200,7 @@ PYTORCH_ONLY_OPTIONS = {"--html": "html", "--plot": "plot",
 def translate_ctranslate2(args: argparse.Namespace, settings: SearchSettings, lines) -> int:
     """`--engine ctranslate2`: translate with an export folder; 0, or 2 after one error line."""
     from seq2seq.export import ExportError
-    from seq2seq.export.engine import CTranslate2Translator
+    from seq2seq.export.ctranslate2_translator import CTranslate2Translator
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:

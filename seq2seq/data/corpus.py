@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seq2seq.data.config import DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_MEMBER_BYTES
+from seq2seq.data.settings import DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_MEMBER_BYTES
 from seq2seq.text_encoding import TextEncodingError, check_stream
 
 log = logging.getLogger(__name__)

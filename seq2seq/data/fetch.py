@@ -33,7 +33,7 @@ from urllib.request import Request, urlopen
 from tqdm import tqdm
 
 from seq2seq.bounded_files import read_json
-from seq2seq.data.config import file_name_from_url
+from seq2seq.data.settings import file_name_from_url
 from seq2seq.files import folder_lock, replace, temporary_beside, write_atomically
 
 log = logging.getLogger(__name__)

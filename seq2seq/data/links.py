@@ -7,7 +7,7 @@ are a (k, 2) int array of [t, s] rows; `PieceLinks` holds them for a whole split
 in memory or memory-mapped, and `select`s rows as `ParallelData` does.
 
 On disk (the prepared folder of a corpus) the links of one set of inputs are a cache
-folder `links_<key>/`, the key a hash of what they were made from (`seq2seq.align.guidance`):
+folder `links_<key>/`, the key a hash of what they were made from (`seq2seq.align.training_links`):
 
     links_ids.npy, links_offsets.npy   the pairs flattened t0, s0, t1, s1, ... per example
                                        (`seq2seq.data.arrays`)

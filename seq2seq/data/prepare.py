@@ -64,7 +64,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from seq2seq.data.batching import ParallelData
-from seq2seq.data.config import DataConfig, data_source
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.encode import CACHE_FILES, encode_split, open_encoded, remove_cache
 from seq2seq.data.fetch import folder_lock
@@ -81,6 +80,7 @@ from seq2seq.data.record import (
     save_record,
     text_state,
 )
+from seq2seq.data.settings import DataConfig, data_source
 from seq2seq.data.tokenizer import SentenceSample, SubwordTokenizer, TextFiles, Tokenizer
 from seq2seq.output_folders import OutputPlaceError, check_output_place, remove_recognised_folder
 

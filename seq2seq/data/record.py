@@ -47,9 +47,9 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.bounded_files import read_json
-from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import write_atomically
+from seq2seq.data.settings import DataConfig
 
 log = logging.getLogger(__name__)
 

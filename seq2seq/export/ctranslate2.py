@@ -28,7 +28,7 @@ a projection CTranslate2 has no place for.
 
 The folder holds, beside CTranslate2's `model.bin`, `config.json` and vocabularies, the
 checkpoint's tokenisers (`source.model` / `target.model` for sentencepiece) and
-`seq2seq_export.json`, which `seq2seq.export.engine` reads to tokenise and to bound lengths:
+`seq2seq_export.json`, which `seq2seq.export.ctranslate2_translator` reads to tokenise and to bound lengths:
 the longest source it keeps (`data.max_len`, at most the encoder's positions less EOS), the
 decoder's positions, the two vocabulary sizes and the sha256 of every file but the weights,
 which the engine checks at load (`seq2seq.export.parts`). The folder is written through
@@ -57,11 +57,11 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from seq2seq.inference import Translator
 from seq2seq.models.attention import Attention
 from seq2seq.models.decoders.transformer import TransformerDecoder
 from seq2seq.models.encoders.transformer import TransformerEncoder
 from seq2seq.output_folders import claim_output_folder
+from seq2seq.search.translator import Translator
 from seq2seq.special_tokens import BOS_PIECE, EOS_PIECE, UNK_PIECE
 
 QUANTIZATIONS = ("float32", "int8", "int16")

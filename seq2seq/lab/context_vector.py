@@ -10,7 +10,7 @@ so nothing has to be squeezed into one vector. Bahdanau et al. (2015, fig. 2) sh
 plain model's BLEU falling with the sentence length while the attentive model's held up:
 the advantage of attention should grow with the length of the source.
 
-The experiment trains the lab's GRU model (`seq2seq.lab.presets.gru_model`) with
+The experiment trains the lab's GRU model (`seq2seq.lab.lab_models.gru_model`) with
 `attention=none`, `additive` and `scaled_dot`, two seeds each, and scores each run's own
 greedy test output (`test.hyp` beside `test.ref`, written by `train_and_test`) per
 source-length bucket: the test sentences are sorted by their source length in characters
@@ -34,7 +34,7 @@ from matplotlib.figure import Figure
 
 from seq2seq.data.prepare import prepare
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
-from seq2seq.lab.presets import TATOEBA_STEPS, gru_model
+from seq2seq.lab.lab_models import TATOEBA_STEPS, gru_model
 from seq2seq.lab.training import TrainedRun, compose_config, run_overrides, trained
 from seq2seq.metrics import BootstrapResult, paired_bootstrap
 from seq2seq.runs.assemble import data_config

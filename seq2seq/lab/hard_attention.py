@@ -22,7 +22,7 @@ times, changing only the region: soft (`attention=additive`), hard by straight-t
 (`attention=additive attention/region=hard`, the same config as `attention=hard`, and the
 run the `mechanisms` experiment trains) and hard by REINFORCE (the same with
 `attention.region.estimator=reinforce`), on the toy reverse task (its own small model) and
-on Tatoeba zh→en (`seq2seq.lab.presets.gru_model`; the quick size trains the toy task only).
+on Tatoeba zh→en (`seq2seq.lab.lab_models.gru_model`; the quick size trains the toy task only).
 For each model it reports:
 
 * the learning curve: the training loss (label-smoothed cross-entropy per target token, the
@@ -42,7 +42,7 @@ For each model it reports:
 * test BLEU (greedy) and alignment quality: on the toy task the share of target symbols
   whose argmax attention is on the anti-diagonal (`toy_alignment_accuracy`), on Tatoeba the
   test AER on the hand-aligned gold pairs (last layer, argmax links,
-  `seq2seq.runs.gold_aer.checkpoint_aer`).
+  `seq2seq.study.gold_aer.checkpoint_aer`).
 
 The claim holds here when, on every task, REINFORCE's noise-to-signal ratio exceeds
 straight-through's at both measurements, soft's variance is 0, and soft has the lowest mean
@@ -59,14 +59,14 @@ from typing import Any
 import torch
 from matplotlib.figure import Figure
 
-from seq2seq.bench.attention_diagnostics import model_at_init
 from seq2seq.data.batching import Batch
+from seq2seq.lab.attention_diagnostics import model_at_init
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
-from seq2seq.lab.presets import TATOEBA_STEPS, gru_model
+from seq2seq.lab.lab_models import TATOEBA_STEPS, gru_model
 from seq2seq.lab.training import TrainedRun, run_overrides, trained
 from seq2seq.models.attention import Attention
-from seq2seq.runs.gold_aer import checkpoint_aer
 from seq2seq.runs.metrics_log import read_series
+from seq2seq.study.gold_aer import checkpoint_aer
 from seq2seq.training.loss import sentence_label_smoothed_nll
 from seq2seq.training.reinforce import (
     recording,

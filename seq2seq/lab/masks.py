@@ -38,16 +38,17 @@ import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 
-from seq2seq.build import build_model
+from seq2seq.config.build import build_model
+from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.batching import Batch, ParallelData
 from seq2seq.data.prepare import PreparedData, prepare
-from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
 from seq2seq.lab.training import compose_config
 from seq2seq.metrics import corpus_scores
 from seq2seq.models.model import Seq2Seq
 from seq2seq.runs.assemble import data_config
 from seq2seq.search import greedy_search
+from seq2seq.search.batched import translate_ids
 from seq2seq.special_tokens import EOS_ID, PAD_ID
 
 

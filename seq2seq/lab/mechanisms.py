@@ -28,14 +28,14 @@ attention.score=<score>`), every other region with the lab's reference score, ad
 has one, so local gives local-p and local-m; other options keep their defaults, so hard
 attention is trained by its default estimator, straight-through: experiment 5 compares the
 estimators), all as the lab's GRU model
-(`seq2seq.lab.presets.gru_model`), so runs with the same overrides are shared with the other
+(`seq2seq.lab.lab_models.gru_model`), so runs with the same overrides are shared with the other
 experiments. Then, for each model:
 
 * the alignment of 我爱中国。 teacher-forced on "I love China.", so that every panel has the
-  same rows (`seq2seq.runs.alignments.collect_panels`, the code of
+  same rows (`seq2seq.study.alignments.collect_panels`, the code of
   `scripts/compare_alignments.py`, drawn side by side with the CJK font);
 * test AER on the gold pairs' test part, the last layer's head mean, and the layer × head
-  chosen on the valid part (`seq2seq.runs.gold_aer.checkpoint_aer`), with test BLEU;
+  chosen on the valid part (`seq2seq.study.gold_aer.checkpoint_aer`), with test BLEU;
 * on the gold test pairs, the mean entropy of each target row (the row divided by its sum
   first: local-p rows sum to less than 1) and the share of weights that are exactly zero.
 
@@ -63,16 +63,16 @@ import yaml
 from matplotlib.figure import Figure
 
 from seq2seq import registry
+from seq2seq.config.search_settings import SearchSettings
 from seq2seq.configs import config_files
 from seq2seq.data.prepare import prepare
-from seq2seq.decoding import SearchSettings
-from seq2seq.inference import Translator
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
-from seq2seq.lab.presets import TATOEBA_STEPS, gru_model
+from seq2seq.lab.lab_models import TATOEBA_STEPS, gru_model
 from seq2seq.lab.training import TrainedRun, trained
 from seq2seq.models.attention.options import attention_choice
-from seq2seq.runs.alignments import collect_panels
-from seq2seq.runs.gold_aer import checkpoint_aer, gold_examples
+from seq2seq.search.translator import Translator
+from seq2seq.study.alignments import collect_panels
+from seq2seq.study.gold_aer import checkpoint_aer, gold_examples
 from seq2seq.visualise.alignment import teacher_forced_attention, toy_alignment_accuracy
 from seq2seq.visualise.heatmap import draw_comparison
 

@@ -209,7 +209,7 @@ def this_machine(threads: int) -> Machine:
     """This machine, with its float32 matmul ceiling measured now (about a second)."""
     import torch
 
-    from seq2seq.bench.ceiling import MATMUL_SHAPES, matmul_gflops
+    from seq2seq.lab.matmul_ceiling import MATMUL_SHAPES, matmul_gflops
 
     device = torch.device("cpu")
     ceiling = max(matmul_gflops(m, k, n, reps=5, device=device) for m, k, n in MATMUL_SHAPES)

@@ -13,7 +13,7 @@ from token t, so a sentence of n tokens takes n decoder passes.
 The experiment builds the three `compare_<family>` presets (`+experiment=compare_gru`,
 `compare_cnn`, `compare_transformer`: kept within ±10 % of each other's parameters) with
 scaled dot-product cross-attention in all three (`CROSS_ATTENTION`, see there) through
-`seq2seq.build.build_model` and the presets' vocabularies (`data.src_vocab_size`,
+`seq2seq.config.build.build_model` and the presets' vocabularies (`data.src_vocab_size`,
 `data.tgt_vocab_size`), and times them on random token ids of the ordinary pieces:
 
 * a training step: the teacher-forced forward pass, cross-entropy and backward pass over a
@@ -47,9 +47,9 @@ from matplotlib.figure import Figure
 from omegaconf import DictConfig
 
 from seq2seq import registry
-from seq2seq.bench.ceiling import MATMUL_SHAPES, matmul_gflops, synchronize
-from seq2seq.build import build_model, count_parameters
+from seq2seq.config.build import build_model, count_parameters
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
+from seq2seq.lab.matmul_ceiling import MATMUL_SHAPES, matmul_gflops, synchronize
 from seq2seq.lab.training import compose_config
 from seq2seq.models.model import Seq2Seq
 from seq2seq.runs.assemble import select_device
@@ -210,7 +210,7 @@ def family_rows(family: str, size: Size, context: LabContext) -> tuple[list[dict
 
 
 def ceiling(size: Size, context: LabContext) -> float:
-    """The float32 matmul ceiling of the device, GFLOP/s (`seq2seq.bench.ceiling`)."""
+    """The float32 matmul ceiling of the device, GFLOP/s (`seq2seq.lab.matmul_ceiling`)."""
     device = select_device(context.device)
     return max(matmul_gflops(m, k, n, size.ceiling_reps, device) for m, k, n in MATMUL_SHAPES)
 

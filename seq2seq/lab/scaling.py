@@ -15,16 +15,16 @@ unit-variance queries, `KEYS` keys each (a fixed generator), scores them with th
 project's own `dot` and `scaled_dot` score modules (the registry's "score" group) and
 normalises them with the soft region's `masked_softmax`; it reports the variance of the
 scores, the softmax entropy in nats (at most log `KEYS`, the uniform), the share of rows
-whose largest weight exceeds `SATURATION` (`seq2seq.bench.attention_diagnostics`'
+whose largest weight exceeds `SATURATION` (`seq2seq.lab.attention_diagnostics`'
 threshold) and the mean Frobenius norm of ∂α/∂s per row.
 
-Part B trains the lab's GRU model (`seq2seq.lab.presets.gru_model`) with `attention=dot`
+Part B trains the lab's GRU model (`seq2seq.lab.lab_models.gru_model`) with `attention=dot`
 and with `attention=scaled_dot` at three widths (encoder, decoder and embeddings all W:
 the tied embeddings need the decoder's width to equal the embedding width) and compares
 their valid BLEU: if unscaled scores hurt more as the model widens, the gap should grow
 with W. One head of width W attends here, but the GRU's queries and keys are not
 unit-variance vectors, so it also reports the score variance the model's attention really
-produced on a few valid pairs (`seq2seq.bench.attention_diagnostics.diagnose`), at
+produced on a few valid pairs (`seq2seq.lab.attention_diagnostics.diagnose`), at
 initialisation and after training.
 """
 
@@ -39,14 +39,14 @@ import torch
 from matplotlib.figure import Figure
 
 from seq2seq import registry
-from seq2seq.bench.attention_diagnostics import (
+from seq2seq.lab.attention_diagnostics import (
     SATURATION,
     diagnose,
     model_at_init,
     valid_batches,
 )
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
-from seq2seq.lab.presets import TATOEBA_STEPS, gru_model
+from seq2seq.lab.lab_models import TATOEBA_STEPS, gru_model
 from seq2seq.lab.training import TrainedRun, run_overrides, trained
 from seq2seq.models.attention.regions import masked_softmax
 

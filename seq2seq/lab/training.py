@@ -21,10 +21,10 @@ from hydra import compose, initialize_config_module
 from omegaconf import DictConfig
 
 from seq2seq.bounded_files import read_json
-from seq2seq.config import register_configs
-from seq2seq.inference import Translator
+from seq2seq.config.schema import register_configs
 from seq2seq.lab.experiment import LabContext
 from seq2seq.runs.assemble import train_and_test
+from seq2seq.search.translator import Translator
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import plugins, registry
-from seq2seq.align.guidance import check_links_source, with_training_links
+from seq2seq.align.training_links import check_links_source, with_training_links
 from seq2seq.bounded_files import StructuredFileError, read_json
-from seq2seq.build import ConfigError, build_model, count_parameters, plain
 from seq2seq.checkpoint import (
     CheckpointError,
     architecture_differences,
@@ -37,10 +36,18 @@ from seq2seq.checkpoint import (
     plugins_hint,
     tokenizer_payload,
 )
-from seq2seq.checkpoint_config import check_known_keys, current_layout
-from seq2seq.data.config import DataConfig
+from seq2seq.config.build import ConfigError, build_model, count_parameters, plain
+from seq2seq.config.search_settings import SearchSettings
+from seq2seq.config.sizing import (
+    Vocabulary,
+    check_size_limit,
+    check_state_shapes,
+    configured_vocabulary,
+)
+from seq2seq.config.stored import check_known_keys, current_layout
+from seq2seq.config.value_checks import check_machine, check_settings, complete_option_nodes
 from seq2seq.data.prepare import PreparedData, prepare
-from seq2seq.decoding import SearchSettings
+from seq2seq.data.settings import DataConfig
 from seq2seq.metrics import corpus_scores
 from seq2seq.runs.folder import (
     LOCK_NAME,
@@ -51,10 +58,8 @@ from seq2seq.runs.folder import (
     resume_folder,
     run_folder_lock,
 )
-from seq2seq.settings_checks import check_machine, check_settings, complete_option_nodes
-from seq2seq.sizing import Vocabulary, check_size_limit, check_state_shapes, configured_vocabulary
 from seq2seq.training import distributed
-from seq2seq.training.guidance import resolve_layer
+from seq2seq.training.guided_alignment import resolve_layer
 from seq2seq.training.hooks import validation_hooks
 from seq2seq.training.logger import RunLogger
 from seq2seq.training.memory import keep_freed_memory
@@ -126,7 +131,7 @@ def assemble_trainer(
     seed_everything(cfg.trainer.seed + ranks.rank)  # DDP copies rank 0's initial weights
     with ranks.main_first():  # rank 0 fills the data caches the others then read
         data = prepare(data_config(cfg))
-        if cfg.alignment.guided:  # the training pairs' piece links (seq2seq.align.guidance)
+        if cfg.alignment.guided:  # the training pairs' piece links (seq2seq.align.training_links)
             data = with_training_links(plain(cfg.data), data)
     model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
     if cfg.alignment.guided and ranks.is_main:
@@ -318,7 +323,7 @@ def evaluate_best(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
     test = trainer.data.test
     hypotheses = trainer.translate([src for src, _ in test.examples], search)
     (trainer.run_dir / "test.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
-    # the references they are scored against, for paired tests of runs (seq2seq.runs.significance)
+    # the references they are scored against, for paired tests of runs (seq2seq.study.seed_significance)
     (trainer.run_dir / "test.ref").write_text("\n".join(test.tgt_lines) + "\n", encoding="utf-8")
     scores = corpus_scores(hypotheses, test.tgt_lines, trainer.data.tgt_tokenizer.lang)
     progress = trainer.progress

@@ -46,13 +46,11 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from seq2seq.decoding import SearchSettings, SearchSettingsError
+from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
+from seq2seq.serve.backends import BatchKey, Engine, sentence_results
 from seq2seq.serve.batching import BatchQueue, DeadlinePassed, Job, QueueClosed, QueueFull
-from seq2seq.serve.engine import BatchKey, Engine, sentence_results
 from seq2seq.serve.hosts import LOOPBACK_NAMES, header_host
-from seq2seq.serve.limits import Limits, LimitsError, request_problem
-from seq2seq.serve.page import page_html
-from seq2seq.serve.schemas import (
+from seq2seq.serve.json_bodies import (
     Health,
     ModelInfo,
     Models,
@@ -60,6 +58,8 @@ from seq2seq.serve.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
+from seq2seq.serve.limits import Limits, LimitsError, request_problem
+from seq2seq.serve.page import page_html
 
 log = logging.getLogger(__name__)
 ERRORS: dict[int | str, dict[str, Any]] = {

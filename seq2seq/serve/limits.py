@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
-from seq2seq.decoding import MAX_BATCH, MAX_BEAM
+from seq2seq.config.search_settings import MAX_BATCH, MAX_BEAM
 
 # The most each count may be: a limit is a promise about memory (a request's body is read
 # whole, up to `max_body_bytes`; the queue and a batch hold their sentences), so a value

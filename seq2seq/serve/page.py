@@ -16,7 +16,7 @@ import html
 import re
 from typing import Any
 
-from seq2seq.decoding import SearchSettings
+from seq2seq.config.search_settings import SearchSettings
 from seq2seq.serve.limits import Limits
 from seq2seq.visualise.viewer import PAGE, PAGE_SCRIPT, PAGE_STYLE, embedded_json
 

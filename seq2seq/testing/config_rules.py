@@ -29,7 +29,7 @@ from typing import Any
 from seq2seq.bounded_files import read_yaml
 from seq2seq.models.attention.options import component_node
 from seq2seq.option_rules import checked_options
-from seq2seq.testing.presets import OPTION_GROUPS, preset_group
+from seq2seq.testing.component_presets import OPTION_GROUPS, preset_group
 from seq2seq.testing.results import Violation, expect
 from seq2seq.testing.subject import Subject, schema_defaults
 

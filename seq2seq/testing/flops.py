@@ -31,7 +31,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from seq2seq import registry
-from seq2seq.build import build_model
+from seq2seq.config.build import build_model
 from seq2seq.flops import forward_flops, training_flops
 from seq2seq.testing.alone import (
     WIDTH,

@@ -33,7 +33,7 @@ import json
 import torch
 import torch.nn.functional as F
 
-from seq2seq.build import plain
+from seq2seq.config.build import plain
 from seq2seq.data.batching import Batch, collate
 from seq2seq.data.tokenizer import SymbolTokenizer
 from seq2seq.data.toy import ToySpec, toy_splits

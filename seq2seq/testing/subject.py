@@ -32,10 +32,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import registry
-from seq2seq.build import build_model, instantiate_part, plain
+from seq2seq.config.build import build_model, instantiate_part, plain
 from seq2seq.models.attention.options import component_node
 from seq2seq.models.model import Seq2Seq
-from seq2seq.testing.presets import OPTION_GROUPS, Catalog, preset_group
+from seq2seq.testing.component_presets import OPTION_GROUPS, Catalog, preset_group
 
 PARTNERS = {"encoder": "gru", "decoder": "gru", "attention": "additive"}  # preset names
 PARTNER_ENCODER = {"bidirectional": False}

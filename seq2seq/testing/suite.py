@@ -23,7 +23,7 @@ import torch
 
 from seq2seq import registry
 from seq2seq.testing import config_rules, flops, gradients, incremental, learning, masking, shapes
-from seq2seq.testing.presets import Catalog
+from seq2seq.testing.component_presets import Catalog
 from seq2seq.testing.results import CheckResult, ContractFailure, Violation
 from seq2seq.testing.subject import Subject
 

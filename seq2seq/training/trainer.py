@@ -33,7 +33,7 @@ surrogate −Σ_i (R_i − b)·log π_i, R_i the sentence's mean token log-likel
 reference computed from the same logits. It is added as `s − s.detach()` (its gradient,
 the value 0), so `train/loss` stays the translation loss; `train/reinforce_reward` and
 `train/reinforce_baseline` log R and b. `trainer.compile` cannot trace it and is refused at
-start-up (`seq2seq.settings_checks`).
+start-up (`seq2seq.config.value_checks`).
 
 Non-finite updates. An update whose loss or gradient norm is NaN or infinite is skipped:
 its gradients are dropped, neither the optimiser nor the schedule steps, and the step
@@ -60,7 +60,6 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import registry
-from seq2seq.build import ConfigError, instantiate_part, plain
 from seq2seq.checkpoint import (
     FORMAT_VERSION,
     HOOK_KEYS,
@@ -71,16 +70,18 @@ from seq2seq.checkpoint import (
     save_checkpoint,
     tokenizer_payload,
 )
+from seq2seq.config.build import ConfigError, instantiate_part, plain
+from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.batching import Batch, TokenBatchSampler
-from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.flops import training_flops
 from seq2seq.metrics.base import HOOK, LOSS, TRANSLATIONS, Metric, metric, metrics_of
 from seq2seq.metrics.loss import perplexity
 from seq2seq.models.model import Seq2Seq
+from seq2seq.search.batched import translate_ids
 from seq2seq.special_tokens import PAD_ID
 from seq2seq.training import distributed, reinforce
 from seq2seq.training.convergence import recent_gain, validations_in_window
-from seq2seq.training.guidance import Guidance, guided_loss
+from seq2seq.training.guided_alignment import Guidance, guided_loss
 from seq2seq.training.hooks import ValidationContext, ValidationHook, produced_metrics
 from seq2seq.training.logger import RunLogger, sample_table
 from seq2seq.training.loss import label_smoothed_nll, sentence_label_smoothed_nll
@@ -477,7 +478,7 @@ class Trainer:
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """`_forward_loss` with the attention weights (those of the pass without the future
         mask with `alignment.full_context`): (smoothed loss + λ·L_align, NLL, L_align,
-        linked rows), summed; L_align in float32 (`seq2seq.training.guidance`)."""
+        linked rows), summed; L_align in float32 (`seq2seq.training.guided_alignment`)."""
         guidance = self.guidance
         with self.autocast():
             logits, attention = self.train_model(

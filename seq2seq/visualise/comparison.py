@@ -8,8 +8,8 @@ rows. Models without attention weights (attention=none) give no panel.
 
 from __future__ import annotations
 
-from seq2seq.decoding import SearchSettings
-from seq2seq.inference import Translator
+from seq2seq.config.search_settings import SearchSettings
+from seq2seq.search.translator import Translator
 from seq2seq.special_tokens import EOS_PIECE
 from seq2seq.visualise.alignment import attention_summary, teacher_forced_attention
 from seq2seq.visualise.heatmap import AlignmentPanel

@@ -144,7 +144,7 @@ def panel_marks(marks: Sequence[HeadMark]) -> dict[tuple[int, int | None], str]:
 def save_translation_heatmap(
     translator: Any, translation: Any, path: str | Path, marks: Sequence[HeadMark] = ()
 ) -> Path:
-    """PNG of the best hypothesis's attention for one `seq2seq.inference.Translation`,
+    """PNG of the best hypothesis's attention for one `seq2seq.search.translator.Translation`,
     with `marks` (the guided and chosen heads) in their panels' titles.
 
     Raises ValueError when there is nothing to draw (an empty input line, or a model

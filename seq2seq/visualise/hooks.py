@@ -23,7 +23,7 @@ Chinese unsegmented), its ids cut to `data.max_len` as validation cuts them, and
 are matched to the gold words by their characters.
 
 From the same forward pass it scores every layer × head and each layer's head mean
-(`seq2seq.align.heads`) and logs the lowest AER, `valid/aer_chosen`, with where it is,
+(`seq2seq.align.head_choice`) and logs the lowest AER, `valid/aer_chosen`, with where it is,
 `valid/aer_chosen_layer` and `valid/aer_chosen_head` (from 0; -1: the head mean); a guided
 model (`alignment.guided`) also gets `valid/aer_guided`. It returns that choice for the
 checkpoints (`alignment_choice`, `seq2seq.checkpoint.AlignmentChoice`): `best.pt` holds the
@@ -59,16 +59,17 @@ from seq2seq.align.attention import teacher_forced_attention, teacher_forced_wei
 from seq2seq.align.defaults import HeadMark, chosen_mark, guided_mark
 from seq2seq.align.extract import AlignSettings, Sentence, links_from_attention, worded_sentence
 from seq2seq.align.gold import GoldPair, as_in_corpus, gold_set
-from seq2seq.align.heads import HeadScore, lowest_aer, score_heads
+from seq2seq.align.head_choice import HeadScore, lowest_aer, score_heads
 from seq2seq.align.pharaoh import Links
-from seq2seq.build import plain
 from seq2seq.checkpoint import ALIGNMENT_CHOICE_KEY, AlignmentChoice
+from seq2seq.config.build import plain
+from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.sources import data_source
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decoding import SearchSettings, translate_ids
 from seq2seq.metrics.aer import Aer, AlignmentCounts, corpus_counts
 from seq2seq.metrics.alignment_accuracy import AlignmentAccuracy, Link, alignment_accuracy
 from seq2seq.search import Hypothesis
+from seq2seq.search.batched import translate_ids
 from seq2seq.special_tokens import EOS_PIECE
 from seq2seq.training.hooks import ValidationContext, ValidationHook
 from seq2seq.visualise.probes import encode_probe, probes_for

@@ -43,10 +43,10 @@ import torch
 from seq2seq.align.defaults import DEFAULT, default_settings, head_marks
 from seq2seq.align.extract import AlignmentError
 from seq2seq.data.batching import collate
-from seq2seq.inference import Translation, Translator
 from seq2seq.models.attention import recording_weights
 from seq2seq.models.decoders import TransformerDecoder
 from seq2seq.models.encoders import TransformerEncoder
+from seq2seq.search.translator import Translation, Translator
 from seq2seq.special_tokens import BOS_PIECE
 from seq2seq.visualise.heatmap import run_title
 

@@ -19,12 +19,12 @@ import pytest
 import torch
 from helpers import TINY_TOY, compose_config
 
-from seq2seq.bench.decoding_speed import decoding_section
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.cli import evaluate, translate
-from seq2seq.inference import Translator
-from seq2seq.runs.alignments import runs_figure
 from seq2seq.runs.assemble import train_and_test
+from seq2seq.search.translator import Translator
+from seq2seq.study.alignments import runs_figure
+from tools.bench.decoding_speed import decoding_section
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VICTIM_TEXT = b"precious user data\n"
@@ -184,7 +184,7 @@ def test_hostile_checkpoint_through_the_command_line(payload, tmp_path, victim, 
 
 
 def test_translator_load_refuses_before_building(payload, tmp_path, victim):
-    """The path `make bench` (seq2seq.bench.decoding_speed) and scripts/compare_alignments.py
+    """The path `make bench` (tools.bench.decoding_speed) and scripts/compare_alignments.py
     load checkpoints through."""
     key, edit = ATTACKS["nested_target_keeping_the_width"]
     hostile = save_tampered(payload, tmp_path, lambda config: edit(config, victim))
@@ -194,7 +194,7 @@ def test_translator_load_refuses_before_building(payload, tmp_path, victim):
 
 
 def test_compare_alignments_refuses_a_hostile_run(payload, tmp_path, victim):
-    """`scripts/compare_alignments.py` draws through `seq2seq.runs.alignments.runs_figure`."""
+    """`scripts/compare_alignments.py` draws through `seq2seq.study.alignments.runs_figure`."""
     key, edit = ATTACKS["nested_open"]
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)

@@ -19,11 +19,11 @@ import pytest
 import torch
 from helpers import TINY_TOY, compare_settings, compose_config, run_main
 
-from seq2seq.build import ConfigError
 from seq2seq.cli import align, align_baseline, data, evaluate, lab, serve, translate
+from seq2seq.config.build import ConfigError
+from seq2seq.config.value_checks import thread_limit
 from seq2seq.runs.assemble import train_and_test
-from seq2seq.runs.comparison import check
-from seq2seq.settings_checks import thread_limit
+from seq2seq.study.comparison import check
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

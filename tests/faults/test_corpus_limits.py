@@ -18,9 +18,9 @@ import pytest
 
 from seq2seq.data import fetch as fetch_module
 from seq2seq.data import prepare as prepare_module
-from seq2seq.data.config import DEFAULT_MAX_LINE_BYTES, DataConfig
 from seq2seq.data.corpus import read_pairs
 from seq2seq.data.fetch import MIRROR_ENV, fetch, manifest_path
+from seq2seq.data.settings import DEFAULT_MAX_LINE_BYTES, DataConfig
 from seq2seq.data.sources import tabular
 
 GOOD_LINES = [

@@ -23,10 +23,10 @@ from helpers import toy_corpus_lines
 
 from seq2seq.data import encode as encode_module
 from seq2seq.data import fetch as fetch_module
-from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import CorpusError, read_pairs
 from seq2seq.data.fetch import MIRROR_ENV, FetchError, fetch, folder_lock, write_manifest
 from seq2seq.data.prepare import prepare
+from seq2seq.data.settings import DataConfig
 from seq2seq.data.tokenizer import SymbolTokenizer
 
 CORPUS_BODY = "Hi.\t你好。\tCC-BY #1\nRun!\t跑！\tCC-BY #2\n".encode()

@@ -21,7 +21,7 @@ from watched import run_watched, within_time
 from seq2seq import registry
 from seq2seq.data.prepare import _at_fault
 from seq2seq.plugins import PluginError, import_plugins, imported
-from seq2seq.runs.sweep import link_runs
+from seq2seq.study.sweep import link_runs
 
 pytestmark = pytest.mark.attack("error_path")
 

@@ -30,8 +30,8 @@ import torch
 from helpers import compose_config, letters, run_main
 
 from faults import test_output_places as places
-from seq2seq.build import build_model
 from seq2seq.checkpoint import FORMAT_VERSION, save_checkpoint
+from seq2seq.config.build import build_model
 from seq2seq.data.tokenizer import SubwordTokenizer
 
 pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (the export extra)")

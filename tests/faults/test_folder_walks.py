@@ -20,8 +20,8 @@ from watched import run_watched, within_time
 
 from seq2seq.folder_walk import MAX_DEPTH, walk_folders
 from seq2seq.plugins import import_plugins, unload
-from seq2seq.runs.reading import find_checkpoints, find_runs
-from seq2seq.testing.presets import check_user_presets
+from seq2seq.study.reading import find_checkpoints, find_runs
+from seq2seq.testing.component_presets import check_user_presets
 
 pytestmark = pytest.mark.attack("walk")
 RUNS = ("0_attention=dot", "1_attention=additive")

@@ -5,7 +5,7 @@ parameter (a checkpoint). Before these checks, `model.embed_dim=1000000`,
 `encoder.max_positions=5000000` each grew the process past 1.5 GB within seconds, from the
 command line and from a checkpoint's config alike.
 
-The estimate these checks rest on (`seq2seq.sizing`, the model built on the meta device and
+The estimate these checks rest on (`seq2seq.config.sizing`, the model built on the meta device and
 extrapolated for deep stacks) is compared with the parameters of the really built model.
 """
 
@@ -21,11 +21,11 @@ import pytest
 import torch
 from helpers import TINY_TOY, compose_config
 
-from seq2seq.build import ConfigError, build_model, count_parameters
 from seq2seq.checkpoint import CheckpointError
-from seq2seq.inference import Translator
+from seq2seq.config.build import ConfigError, build_model, count_parameters
+from seq2seq.config.sizing import Vocabulary, estimate_size
 from seq2seq.runs.assemble import check_startup, train_and_test
-from seq2seq.sizing import Vocabulary, estimate_size
+from seq2seq.search.translator import Translator
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 QUICK = ["trainer.max_steps=2", "trainer.valid_every=2", "logging.tensorboard=false",

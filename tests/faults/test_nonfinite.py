@@ -12,8 +12,8 @@ import torch
 from helpers import TINY_TOY, compose_config, run_training_process, toy_train_command
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from seq2seq.build import ConfigError
 from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config.build import ConfigError
 from seq2seq.runs.assemble import train_and_test
 from seq2seq.training import trainer as trainer_module
 

@@ -32,16 +32,16 @@ from omegaconf import OmegaConf
 from faults import test_cli_arguments
 from faults import test_output_places as places
 from seq2seq import output_folders
-from seq2seq.bench.entry import save_entry
 from seq2seq.cli import align, align_baseline, data, evaluate, translate
 from seq2seq.cli.hydra_places import OutputPlaceCheck
-from seq2seq.inference import Translator
 from seq2seq.output_folders import (
     OutputPlaceError,
     check_output_file,
     write_output_file,
     writing_file,
 )
+from seq2seq.search.translator import Translator
+from tools.bench.entry import save_entry
 
 checkpoint = test_cli_arguments.checkpoint  # the fixture: a tiny trained checkpoint
 read_only = places.read_only  # the fixture that makes a folder really read-only

@@ -173,7 +173,7 @@ def test_compare_folder_that_is_a_file_is_one_line_before_training(tmp_path, mon
 def test_compare_report_out_dir_naming_a_file_is_one_line(tmp_path):
     from test_compare_command import settings
 
-    from seq2seq.runs.comparison import run_comparison
+    from seq2seq.study.comparison import run_comparison
 
     victim = tmp_path / "victim.txt"
     victim.write_text("keep")
@@ -341,7 +341,7 @@ def test_a_links_cache_that_is_a_link_to_a_users_folder_is_not_removed(tmp_path)
 
 @pytest.mark.attack("output")
 def test_the_benchmark_never_cleans_a_folder_it_did_not_make(tmp_path):
-    from seq2seq.bench.data_scale import measure_sizes
+    from tools.bench.data_scale import measure_sizes
 
     work = tmp_path / "project"
     (work / "runs").mkdir(parents=True)
@@ -380,7 +380,7 @@ def test_the_benchmark_refuses_the_home_folder_in_one_line(tmp_path):
 
 @pytest.mark.attack("output")
 def test_the_site_build_checks_its_places_before_writing(tmp_path, capsys, monkeypatch, read_only):
-    from seq2seq.site import __main__ as site
+    from tools.site import __main__ as site
 
     repo = tmp_path / "repo"
     (repo / "docs").mkdir(parents=True)

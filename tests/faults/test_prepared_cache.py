@@ -314,7 +314,7 @@ def test_record_of_the_older_format_is_prepared_again_with_a_warning(tmp_path, m
 
 @pytest.mark.attack("prepare")
 def test_toy_data_is_unaffected(tmp_path):
-    from seq2seq.data.config import DataConfig
+    from seq2seq.data.settings import DataConfig
 
     data = prepare(DataConfig(kind="toy", root=str(tmp_path), rebuild=False))
     assert len(data.train) == 10000 and not (tmp_path / "prepared").exists()

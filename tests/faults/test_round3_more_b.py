@@ -25,7 +25,7 @@ from serve_fixtures import (
     translate_body,
 )
 
-from seq2seq.decoding import SearchSettings, SearchSettingsError
+from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
 
 READ_TIMEOUT_S = 1.0
 
@@ -114,8 +114,8 @@ def test_translate_and_evaluate_refuse_an_endless_output_length(tmp_path, progra
 def engine(tmp_path_factory):
     pytest.importorskip("fastapi", reason="fastapi is not installed (pip install '.[serve]')")
     pytest.importorskip("uvicorn", reason="uvicorn is not installed (pip install '.[serve]')")
-    from seq2seq.inference import Translator
-    from seq2seq.serve.engine import TorchEngine
+    from seq2seq.search.translator import Translator
+    from seq2seq.serve.backends import TorchEngine
 
     checkpoint = toy_checkpoint(tmp_path_factory.mktemp("serve_more"))
     return TorchEngine(Translator.load(checkpoint), checkpoint)
@@ -424,7 +424,7 @@ def test_the_rank_variables_torchrun_sets_are_read():
 def test_seq2seq_train_with_a_bad_rank_variable_is_one_line(tmp_path, monkeypatch):
     from helpers import TINY_TOY, compose_config
 
-    from seq2seq.build import ConfigError
+    from seq2seq.config.build import ConfigError
     from seq2seq.runs.assemble import train_and_test
 
     monkeypatch.setenv("RANK", "banana")

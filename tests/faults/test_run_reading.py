@@ -1,8 +1,8 @@
-"""Damaged run folders: the comparison (`seq2seq.runs.report`, `seq2seq.runs.comparison`)
-and the loss-curve check (`seq2seq.runs.loss_curves`, `scripts/gpu_compare_losses.py`) read
+"""Damaged run folders: the comparison (`seq2seq.study.report`, `seq2seq.study.comparison`)
+and the loss-curve check (`seq2seq.study.loss_curves`, `scripts/gpu_compare_losses.py`) read
 what training left behind, and a run whose files cannot be read is reported in one line
 naming the file, left out of the table and counted, never a traceback. The library readers
-(`seq2seq.runs.reading`) validate what they read and raise `RunReadError` naming the file.
+(`seq2seq.study.reading`) validate what they read and raise `RunReadError` naming the file.
 A gold alignment file that never uses word 0 is read with a warning (it is likely 1-based).
 """
 
@@ -23,9 +23,9 @@ from sweep_fixtures import fake_run, report, results
 from seq2seq.align.gold import gold_set
 from seq2seq.align.pharaoh import read_links
 from seq2seq.runs import loss_curves
-from seq2seq.runs.comparison import StageError, best_of_first_sweep
-from seq2seq.runs.reading import RunReadError, best_choice, read_config, read_results
-from seq2seq.runs.sweep import link_runs
+from seq2seq.study.comparison import StageError, best_of_first_sweep
+from seq2seq.study.reading import RunReadError, best_choice, read_config, read_results
+from seq2seq.study.sweep import link_runs
 
 pytestmark = pytest.mark.attack("runs")
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"

@@ -41,10 +41,10 @@ from serve_fixtures import (  # noqa: E402
     translate_body,
 )
 
-from seq2seq.decoding import SearchSettings  # noqa: E402
-from seq2seq.inference import Translator  # noqa: E402
+from seq2seq.search.batched import SearchSettings  # noqa: E402
+from seq2seq.search.translator import Translator  # noqa: E402
 from seq2seq.serve.app import create_app  # noqa: E402
-from seq2seq.serve.engine import TorchEngine  # noqa: E402
+from seq2seq.serve.backends import TorchEngine  # noqa: E402
 from seq2seq.serve.hosts import LOOPBACK_NAMES, allowed_names  # noqa: E402
 from seq2seq.serve.limits import Limits  # noqa: E402
 from seq2seq.serve.process import running_server  # noqa: E402

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from helpers import TINY_TOY, compose_config
 
-from seq2seq.build import ConfigError
+from seq2seq.config.build import ConfigError
+from seq2seq.config.value_checks import check_settings
 from seq2seq.runs.assemble import check_startup, train_and_test
-from seq2seq.settings_checks import check_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Bounded even if a bad value slipped through: two steps on a small toy set.

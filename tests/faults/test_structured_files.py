@@ -27,11 +27,11 @@ from seq2seq.bounded_files import (
 )
 from seq2seq.cli import check
 from seq2seq.data.encode import open_encoded
-from seq2seq.data.presets import PresetError, data_preset
+from seq2seq.data.installed_presets import PresetError, data_preset
 from seq2seq.data.record import read_record
-from seq2seq.runs.aer_rows import AlignerFileError, read_aligners
 from seq2seq.runs.metrics_log import read_series
-from seq2seq.runs.reading import RunReadError, read_config, read_overrides, read_results
+from seq2seq.study.aer_rows import AlignerFileError, read_aligners
+from seq2seq.study.reading import RunReadError, read_config, read_overrides, read_results
 
 pytestmark = pytest.mark.attack("structured")
 SECONDS = 10  # within_time's default

@@ -30,10 +30,10 @@ from seq2seq.align.gold import _lines as gold_lines
 from seq2seq.align.pharaoh import read_links
 from seq2seq.cli import align, align_baseline, evaluate, translate
 from seq2seq.cli.translate import read_text_lines
-from seq2seq.data.config import DataConfig
 from seq2seq.data.corpus import CorpusError, read_pairs
 from seq2seq.data.prepare import prepare
-from seq2seq.runs.reading import read_overrides, read_results
+from seq2seq.data.settings import DataConfig
+from seq2seq.study.reading import read_overrides, read_results
 from seq2seq.text_encoding import (
     SAMPLE_BYTES,
     TextEncodingError,

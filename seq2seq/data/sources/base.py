@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seq2seq.data.config import DataConfig, data_source
 from seq2seq.data.corpus import traditional_to_simplified
 from seq2seq.data.prepare import PreparedData, prepare_corpus
+from seq2seq.data.settings import DataConfig, data_source
 
 __all__ = ["CorpusSource", "DataSource", "LocatedCorpus", "data_source", "sentence_converters"]
 

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from seq2seq import registry
-from seq2seq.data.config import DataConfig, check_positive, file_name_from_url
 from seq2seq.data.corpus import (
     CorpusError,
     CorpusStats,
@@ -33,6 +32,7 @@ from seq2seq.data.corpus import (
 from seq2seq.data.fetch import fetch_verified, folder_lock, temporary_beside
 from seq2seq.data.hashsplit import LABELS, PairHashes, SplitAssignment, assign_splits
 from seq2seq.data.prepare import check_data_folder, remove_stale_temporaries
+from seq2seq.data.settings import DataConfig, check_positive, file_name_from_url
 from seq2seq.data.sources.base import CorpusSource, LocatedCorpus, sentence_converters
 from seq2seq.data.split import write_split_stream
 

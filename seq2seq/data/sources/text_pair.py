@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq import registry
-from seq2seq.data.config import DataConfig, check_positive
 from seq2seq.data.corpus import (
     CONTROL_CHARACTERS,
     CorpusError,
@@ -48,6 +47,7 @@ from seq2seq.data.corpus import (
     warn_skipped,
 )
 from seq2seq.data.fetch import sha256_of
+from seq2seq.data.settings import DataConfig, check_positive
 from seq2seq.data.sources.base import CorpusSource, LocatedCorpus, sentence_converters
 from seq2seq.data.split import SPLIT_NAMES, write_split_stream
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from seq2seq import registry
-from seq2seq.data.config import DataConfig, check_choice, check_positive
 from seq2seq.data.encode import encode_pairs
 from seq2seq.data.prepare import PreparedData, finish
+from seq2seq.data.settings import DataConfig, check_choice, check_positive
 from seq2seq.data.sources.base import DataSource
 from seq2seq.data.tokenizer import TOY_SYMBOLS, SymbolTokenizer
 from seq2seq.data.toy import TASKS, ToySpec, gold_alignment, toy_splits

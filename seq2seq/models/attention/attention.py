@@ -28,8 +28,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from seq2seq import registry
-from seq2seq.models.attention.checks import check_attend_inputs, check_memory, check_sizes
 from seq2seq.models.attention.heads import merge_heads, split_heads
+from seq2seq.models.attention.input_checks import check_attend_inputs, check_memory, check_sizes
 from seq2seq.models.attention.interface import MemoryAttention
 from seq2seq.models.attention.masks import key_lengths, visible_keys
 from seq2seq.models.attention.options import component_name, component_node
@@ -47,7 +47,7 @@ class AttentionConfig:
 
     `score` and `region` are each a registered name or a node `{name, <its options>}`
     (typed `Any`: a plugin's components register after Hydra composes the config, so the
-    names and options are checked at start-up, `seq2seq.settings_checks`)."""
+    names and options are checked at start-up, `seq2seq.config.value_checks`)."""
 
     _target_: str = "seq2seq.models.attention.Attention"
     score: Any = "additive"

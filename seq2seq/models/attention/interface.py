@@ -32,7 +32,7 @@ key projections, Bahdanau et al. 2015 §A.1.2):
 
 An implementation also exposes `query_dim`, `key_dim`, `value_dim` and `output_dim` (the
 decoder sizes its layers by `output_dim`), checks its inputs' shapes with
-`seq2seq.models.attention.checks` (a ValueError naming the tensor), and counts its FLOPs with
+`seq2seq.models.attention.input_checks` (a ValueError naming the tensor), and counts its FLOPs with
 a static `flops(node, batch, queries, keys, dim)` (`seq2seq.registry`). The checks every
 attention must pass: `seq2seq.testing.check_component("attention", name)`.
 """

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from seq2seq import registry
-from seq2seq.models.attention.checks import check_attend_inputs, check_memory, check_sizes
+from seq2seq.models.attention.input_checks import check_attend_inputs, check_memory, check_sizes
 from seq2seq.models.attention.interface import MemoryAttention
 from seq2seq.models.attention.masks import visible_keys
 

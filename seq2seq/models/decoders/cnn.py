@@ -39,8 +39,8 @@ from seq2seq.models.decoders.common import (
     target_positions,
 )
 from seq2seq.models.dropout import ElementDropout
+from seq2seq.models.family_fields import ConvS2SConfig
 from seq2seq.models.positional import LearnedPositions
-from seq2seq.models.schemas import ConvS2SConfig
 
 SQRT_HALF = math.sqrt(0.5)
 

@@ -44,7 +44,7 @@ from seq2seq.models.decoders.common import (
     target_positions,
 )
 from seq2seq.models.dropout import ElementDropout
-from seq2seq.models.recurrent import Cell, cell_kind, recurrent_flops, set_forget_bias
+from seq2seq.models.rnn_cells import Cell, cell_kind, recurrent_flops, set_forget_bias
 
 STYLES = ("bahdanau", "luong")
 RNNStyle = Enum("RNNStyle", {style: style for style in STYLES})  # the schema's choice

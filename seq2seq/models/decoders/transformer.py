@@ -21,7 +21,7 @@ the cross-attention keys and values are projected once, in `init_state`.
 
 `full_context` runs the teacher-forced pass without the future mask: self-attention sees
 every real target position, before and after (the alignment pass of Garg et al. 2019,
-whose cross-attention guided alignment supervises; `seq2seq.training.guidance`).
+whose cross-attention guided alignment supervises; `seq2seq.training.guided_alignment`).
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ from seq2seq.models.decoders.common import (
     target_positions,
 )
 from seq2seq.models.dropout import dropout_layer
+from seq2seq.models.family_fields import TransformerConfig
 from seq2seq.models.feed_forward import FeedForward
 from seq2seq.models.positional import position_table
-from seq2seq.models.schemas import TransformerConfig
 
 KeyValue = tuple[torch.Tensor, torch.Tensor]  # projected (keys, values), each (B, heads, len, *)
 

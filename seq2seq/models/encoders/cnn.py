@@ -19,8 +19,8 @@ from seq2seq.models.base import Encoder, EncoderOutput
 from seq2seq.models.costs import linear
 from seq2seq.models.dropout import ElementDropout
 from seq2seq.models.encoders.inputs import check_encoder_inputs
+from seq2seq.models.family_fields import ConvS2SConfig
 from seq2seq.models.positional import LearnedPositions
-from seq2seq.models.schemas import ConvS2SConfig
 
 RESIDUAL_SCALE = math.sqrt(0.5)  # keeps the variance of (block(h) + h) equal to that of h
 

@@ -17,8 +17,8 @@ from seq2seq import registry
 from seq2seq.models.base import Encoder, EncoderOutput
 from seq2seq.models.dropout import ElementDropout
 from seq2seq.models.encoders.inputs import check_encoder_inputs
-from seq2seq.models.recurrence import LAYERS, recur
-from seq2seq.models.recurrent import Cell, cell_kind, recurrent_flops, set_forget_bias
+from seq2seq.models.rnn_cells import Cell, cell_kind, recurrent_flops, set_forget_bias
+from seq2seq.models.stacked_rnn import LAYERS, recur
 
 
 @dataclass
@@ -46,7 +46,7 @@ class RNNEncoder(Encoder):
       not c), [forward state after the last REAL token ; backward state after the first].
 
     Padding never changes the result. In training on the CPU the recurrence is `recur`
-    (seq2seq/models/recurrence.py): one autograd node per layer whose backward does the
+    (seq2seq/models/stacked_rnn.py): one autograd node per layer whose backward does the
     weights' products over all steps at once, with the backward direction reading each
     sentence reversed within its length, so padding only follows real tokens. Otherwise
     (CUDA, no gradients, or the int8 modules of `seq2seq.quantization`) sources are packed

@@ -20,9 +20,9 @@ from seq2seq.models.base import Encoder, EncoderOutput
 from seq2seq.models.costs import width_change
 from seq2seq.models.dropout import dropout_layer
 from seq2seq.models.encoders.inputs import check_encoder_inputs
+from seq2seq.models.family_fields import TransformerConfig
 from seq2seq.models.feed_forward import FeedForward
 from seq2seq.models.positional import position_table
-from seq2seq.models.schemas import TransformerConfig
 
 
 class PreNormEncoderLayer(nn.Module):

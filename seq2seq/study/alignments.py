@@ -1,0 +1,91 @@
+"""One sentence's alignment in several finished runs, each titled by what sets it apart.
+
+Used by `scripts/compare_alignments.py` (any run folders) and `seq2seq-compare` (one
+image per sweep, `sweep_image`). Checkpoints load through `Translator.load`, which validates their
+config before anything is built; a refused checkpoint raises CheckpointError.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from seq2seq.checkpoint import CheckpointError
+from seq2seq.search.translator import Translator
+from seq2seq.study.reading import (
+    BEST_CHECKPOINT,
+    find_checkpoints,
+    one_per_configuration,
+    run_titles,
+    runs_below,
+)
+from seq2seq.visualise.comparison import alignment_panel, default_sentence
+from seq2seq.visualise.heatmap import AlignmentPanel, draw_comparison
+
+log = logging.getLogger(__name__)
+
+
+def collect_panels(
+    checkpoints: list[Path], device: str, sentence: str | None, reference: str | None
+) -> tuple[str, list[AlignmentPanel]]:
+    """The sentence (by default the first built-in probe of the first run's language pair)
+    and one panel per run that has attention weights, in the order of `checkpoints`."""
+    translators = [Translator.load(path, device) for path in checkpoints]
+    sentence = sentence or default_sentence(translators[0])
+    if sentence is None:
+        raise ValueError("no built-in probe for this language pair: give a sentence")
+    runs = [path.parent.parent for path in checkpoints]
+    titles = run_titles(runs, [translator.config for translator in translators])
+    panels = []
+    for run, translator, title in zip(runs, translators, titles, strict=True):
+        panel = alignment_panel(translator, sentence, reference, title)
+        if panel is None:
+            log.warning("%s: no attention weights (attention=none), left out", run)
+            continue
+        panels.append(panel)
+    return sentence, panels
+
+
+def sweep_image(sweep_dir: Path, out: Path, device: str) -> Path | None:
+    """The first probe's greedy alignment, one panel per configuration of the sweep (its
+    first seed's best checkpoint), saved at `out`; None, with a warning, when the sweep has
+    no checkpoint or no run with attention weights."""
+    try:
+        runs = one_per_configuration(runs_below(sweep_dir, BEST_CHECKPOINT))
+        if not runs:
+            raise FileNotFoundError(f"no {BEST_CHECKPOINT} below {sweep_dir}")
+        sentence, panels = collect_panels([run / BEST_CHECKPOINT for run in runs], device,
+                                          None, None)  # fmt: skip
+    except (FileNotFoundError, CheckpointError, ValueError) as error:
+        log.warning("%s: no alignment image (%s)", sweep_dir, error)
+        return None
+    if not panels:
+        return None
+    title = f"{sentence}  (greedy; last layer, mean of heads; first seed)"
+    draw_comparison(panels, title).savefig(out, dpi=120)
+    return out
+
+
+def runs_figure(
+    folders: list[Path],
+    device: str = "cpu",
+    sentence: str | None = None,
+    reference: str | None = None,
+    all_seeds: bool = False,
+) -> Figure:
+    """One panel per run folder with `checkpoints/best.pt` at or below `folders` (one per
+    configuration, its lowest seed, unless `all_seeds`): the sentence translated greedily,
+    or teacher-forced on `reference` so that every panel has the same rows. Raises
+    FileNotFoundError without checkpoints, CheckpointError for a refused one, ValueError
+    when no run has attention weights."""
+    checkpoints = find_checkpoints(folders)
+    if not all_seeds:
+        runs = one_per_configuration([checkpoint.parent.parent for checkpoint in checkpoints])
+        checkpoints = [run / BEST_CHECKPOINT for run in runs]
+    sentence, panels = collect_panels(checkpoints, device, sentence, reference)
+    if not panels:
+        raise ValueError("none of the runs has attention weights to compare")
+    mode = "teacher-forced" if reference else "greedy"
+    return draw_comparison(panels, f"{sentence}  ({mode}; last layer, mean of heads)")

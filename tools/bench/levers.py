@@ -1,0 +1,185 @@
+"""Levers of `make train`: variants of its model trained for the same compute, compared on
+valid BLEU.
+
+Each lever is `+experiment=default_cpu` with a few overrides (round 1: on top of the
+previous default, `PREVIOUS_DEFAULT`; round 2, names `r2_*`: on today's), trained for about
+`tflop` training TFLOP (analytic FLOPs, `seq2seq/flops.py`, the same on every machine),
+validated (greedy, whole valid split) four times, the last at the end of the budget:
+
+    valid_every = ceil(tflop · 1000 / 4 / GFLOP per update · 1.03),   max_steps = 4 · valid_every
+
+The table gives each validation's BLEU and the TFLOP spent by then: choices are made on
+valid BLEU only; the runs' test figures are not read. Several levers train at once with
+`jobs`, each with its share of the cores (the figures do not depend on it, the minutes do).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from seq2seq.study.reading import read_results, read_scalars
+
+# GFLOP per update (analytic, `seq2seq.flops`), which sizes each lever's update budget:
+# today's default_cpu (1,024-token batches) and the previous one (2,048-token batches).
+DEFAULT_GFLOP_PER_UPDATE = 21.7
+PREVIOUS_GFLOP_PER_UPDATE = 43.4
+BASE = ["+experiment=default_cpu", "trainer.max_minutes=null", "trainer.test_search.beam_size=1"]
+DROPOUT_0_1 = ["model.embed_dropout=0.1", "encoder.dropout=0.1", "decoder.dropout=0.1",
+               "encoder.ff_dropout=0.1", "decoder.ff_dropout=0.1"]  # fmt: skip
+NO_DROPOUT = ["model.embed_dropout=0", "encoder.dropout=0", "decoder.dropout=0",
+              "encoder.ff_dropout=0", "decoder.ff_dropout=0"]  # fmt: skip
+# Dropout on the encoder/decoder inputs and sublayer outputs only (as Vaswani et al. §5.4):
+# no second mask on the embeddings, none inside the FFNs.
+FEWER_DROPOUT_SITES = ["model.embed_dropout=0", "encoder.ff_dropout=0", "decoder.ff_dropout=0"]
+COSINE_2E3 = ["schedule=cosine", "optim.lr=2e-3", "schedule.warmup_steps=200"]
+# default_cpu before the first round of levers (2026-12-01): the base of round 1.
+PREVIOUS_DEFAULT = ("data.max_tokens=2048", "schedule=inverse_sqrt", "optim.lr=1e-3",
+                    "schedule.warmup_steps=400", *DROPOUT_0_1)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Lever:
+    name: str
+    overrides: tuple[str, ...]  # what differs from its base
+    gflop_per_update: float = DEFAULT_GFLOP_PER_UPDATE  # estimate; sizes the update budget
+    base: tuple[str, ...] = ()  # () = today's default_cpu; PREVIOUS_DEFAULT for round 1
+
+
+def round_1(name: str, overrides: tuple[str, ...], tokens_1024: bool = False) -> Lever:
+    """A lever of the first round, measured against the previous default."""
+    gflop = PREVIOUS_GFLOP_PER_UPDATE / 2 if tokens_1024 else PREVIOUS_GFLOP_PER_UPDATE
+    return Lever(name, overrides, gflop, PREVIOUS_DEFAULT)
+
+
+ROUND_1 = (
+    round_1("base", ()),
+    round_1("warmup_200", ("schedule.warmup_steps=200",)),
+    round_1("lr_2e-3_warmup_200", ("optim.lr=2e-3", "schedule.warmup_steps=200")),
+    round_1("cosine_lr_2e-3", tuple(COSINE_2E3)),
+    round_1("tokens_1024", ("data.max_tokens=1024",), tokens_1024=True),
+    round_1("dropout_0", tuple(NO_DROPOUT)),
+    round_1("label_smoothing_0", ("trainer.label_smoothing=0",)),
+    round_1(
+        "tokens_1024_lr_2e-3_warmup_200",
+        ("data.max_tokens=1024", "optim.lr=2e-3", "schedule.warmup_steps=200"),
+        tokens_1024=True,
+    ),
+    round_1("tokens_1024_cosine_lr_2e-3", ("data.max_tokens=1024", *COSINE_2E3), True),
+    round_1("tokens_1024_dropout_0", ("data.max_tokens=1024", *NO_DROPOUT), True),
+    round_1("fewer_dropout_sites", tuple(FEWER_DROPOUT_SITES)),
+    round_1("cosine_lr_2e-3_fewer_dropout_sites", (*COSINE_2E3, *FEWER_DROPOUT_SITES)),
+    round_1("cosine_lr_2e-3_dropout_0", (*COSINE_2E3, *NO_DROPOUT)),
+    round_1(
+        "tokens_1024_cosine_lr_2e-3_fewer_dropout_sites",
+        ("data.max_tokens=1024", *COSINE_2E3, *FEWER_DROPOUT_SITES),
+        True,
+    ),
+    round_1(
+        "tokens_1024_cosine_lr_2e-3_dropout_0",
+        ("data.max_tokens=1024", *COSINE_2E3, *NO_DROPOUT),
+        True,
+    ),
+)
+
+# Round 2: against today's default_cpu (its own run is round 1's
+# tokens_1024_cosine_lr_2e-3_dropout_0: the same settings and budget).
+ROUND_2 = (
+    Lever("r2_label_smoothing_0", ("trainer.label_smoothing=0",)),
+    Lever("r2_label_smoothing_0.2", ("trainer.label_smoothing=0.2",)),
+    # a smaller English vocabulary: longer targets, a cheaper softmax (4,000 -> 2,000 rows);
+    # the Chinese side cannot shrink: its characters alone need 3,417 pieces
+    Lever("r2_vocab_tgt_2000", ("data.tgt_vocab_size=2000",), 18.8),
+    Lever("r2_vocab_8000_5000", ("data.src_vocab_size=8000", "data.tgt_vocab_size=5000"), 23.3),
+    Lever("r2_short_first_1", ("trainer.short_first_epochs=1",)),
+    Lever("r2_layers_3_3", ("encoder.num_layers=3", "decoder.num_layers=3"), 29.6),
+    Lever(
+        "r2_width_320",
+        (
+            "model.embed_dim=320",
+            "encoder.hidden_size=320",
+            "decoder.hidden_size=320",
+            "encoder.ff_size=640",
+            "decoder.ff_size=640",
+        ),  # fmt: skip
+        32.0,
+    ),
+)
+
+LEVERS = {lever.name: lever for lever in (*ROUND_1, *ROUND_2)}
+
+
+def budget(lever: Lever, tflop: float) -> tuple[int, int]:
+    """(max_steps, valid_every): four validations, the last near `tflop` (the estimate of
+    GFLOP per update is a little high, so runs end a little past it)."""
+    valid_every = math.ceil(tflop * 1000 / 4 / lever.gflop_per_update * 1.03)
+    return 4 * valid_every, valid_every
+
+
+def command(lever: Lever, tflop: float, run_dir: Path, threads: int) -> list[str]:
+    max_steps, valid_every = budget(lever, tflop)
+    return [
+        sys.executable, "-m", "seq2seq.cli.train", *BASE, *lever.base, *lever.overrides,
+        f"trainer.max_steps={max_steps}", f"trainer.valid_every={valid_every}",
+        f"trainer.threads={threads}", f"name=lever_{lever.name}", f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+
+
+def train(lever: Lever, tflop: float, out: Path, threads: int) -> None:
+    run_dir = out / lever.name
+    if (run_dir / "results.json").is_file():
+        print(f"{lever.name}: done before, kept", flush=True)
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    argv = command(lever, tflop, run_dir, threads)
+    (run_dir / "command.txt").write_text(" ".join(argv[1:]) + "\n", encoding="utf-8")
+    started = time.monotonic()
+    with open(run_dir / "train.log", "w", encoding="utf-8") as log:
+        status = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False)
+    minutes = (time.monotonic() - started) / 60
+    print(f"{lever.name}: exit {status.returncode} after {minutes:.1f} min", flush=True)
+
+
+def table(out: Path) -> list[str]:
+    """One row per finished lever: its valid BLEU at each validation, with the training
+    TFLOP spent by then (the last validation is the whole budget)."""
+    lines = [
+        "| lever | overrides | valid BLEU (TFLOP) at ¼, ½, ¾ and all of the budget | updates | "
+        "minutes |",
+        "|---|---|---|---|---|",
+    ]
+    for run_dir in sorted(path for path in out.iterdir() if (path / "results.json").is_file()):
+        lever = LEVERS.get(run_dir.name, Lever(run_dir.name, ("?",)))
+        scalars = read_scalars(run_dir)
+        spent = {step: value for _, step, value in scalars.series.get("train/tflop", [])}
+        cells = [
+            f"{bleu:.2f} ({spent[step]:.1f})" if step in spent else f"{bleu:.2f} (update {step})"
+            for _, step, bleu in scalars.series.get("valid/bleu", [])
+        ]
+        results = read_results(run_dir)
+        shown = " ".join(lever.overrides) or (
+            "(the previous default)" if lever.base else "(the default)"
+        )
+        lines.append(
+            f"| {lever.name} | `{shown}` | {' · '.join(cells)} | {results['steps']} | "
+            f"{results['train_minutes']:.1f} |"
+        )
+    return lines + ["", "Cells: greedy BLEU on the 1,000 valid pairs (training TFLOP by then)."]
+
+
+def listing() -> list[str]:
+    """One line per lever: its name and its overrides."""
+    return [f"{lever.name:34} {' '.join(lever.overrides)}" for lever in LEVERS.values()]
+
+
+def train_all(levers: list[Lever], tflop: float, out: Path, jobs: int) -> None:
+    """Train `levers`, `jobs` at once, each with its share of the cores (at least 1 thread)."""
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(lambda lever: train(lever, tflop, out, threads), levers))
