@@ -33,8 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 MEASURE = """
 import json, sys, tempfile
 from pathlib import Path
-from seq2seq.runs.compose import preset_config
-from tools.bench.training_speed import StepCounts, measure_training
+try:
+    from seq2seq.runs.compose import preset_config
+    from tools.bench.training_speed import StepCounts, measure_training
+except ImportError:  # a tree from before the workshop left the package (issue 47)
+    from seq2seq.bench.presets import preset_config
+    from seq2seq.bench.training_speed import StepCounts, measure_training
 from seq2seq.runs.assemble import assemble_trainer
 threads, preset, *overrides = sys.argv[1:]
 cfg = preset_config(preset, int(threads), "cpu", None, False, overrides)
@@ -46,7 +50,10 @@ print(json.dumps({"step_s": found["step_seconds"], "gflops_per_s": found["gflops
 
 CEILING = """
 import json, sys, torch
-from seq2seq.lab.matmul_ceiling import ceiling_section
+try:
+    from seq2seq.lab.matmul_ceiling import ceiling_section
+except ImportError:  # a tree from before issue 47
+    from seq2seq.bench.ceiling import ceiling_section
 torch.set_num_threads(int(sys.argv[1]))
 print(json.dumps(ceiling_section(20, torch.device("cpu"))[1]))
 """

@@ -15,7 +15,7 @@
 #
 # Settings (environment): PYTHON (default .venv/bin/python, else python3), STEPS (300),
 # DDP_STEPS (100), THRESHOLD (0.05), PEAK_TFLOPS (the GPU's dense bf16 peak, when the
-# name is not in seq2seq/bench/gpu.py's table), OUT (run folders; default
+# name is not in tools/bench/gpu.py's table), OUT (run folders; default
 # outputs/gpu_check/<date_time>), BENCH_OUT (BENCHMARKS.md), DATA (extra Hydra overrides
 # for the data, e.g. "data.root=/data/seq2seq"). The Tatoeba corpus is fetched and
 # prepared on the first run unless data.root already holds it (prepare it once with

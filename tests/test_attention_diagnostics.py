@@ -11,7 +11,7 @@ from seq2seq.config.build import build_model
 from seq2seq.data.prepare import prepare
 from seq2seq.runs.assemble import data_config
 from tests.helpers import compose_config
-from tools.bench import attention_diagnostics as diagnostics
+from seq2seq.lab import attention_diagnostics as diagnostics
 
 
 def test_entropy_of_uniform_and_one_hot_rows():

@@ -16,7 +16,7 @@ from sweep_fixtures import fake_run, read_csv, results, seeded_sweep, significan
 
 from seq2seq.cli.compare import as_lists
 from seq2seq.configs import preset_names
-from seq2seq.runs import comparison
+from seq2seq.study import comparison
 from seq2seq.study.comparison import check, run_comparison
 from seq2seq.study.launch import Sweep, train_command
 from seq2seq.study.report import ReportSettings, write_report

@@ -10,7 +10,7 @@ from test_compare_command import settings
 
 from seq2seq.configs import preset_names
 from seq2seq.metrics import corpus_scores
-from seq2seq.runs import comparison
+from seq2seq.study import comparison
 from seq2seq.study.comparison import run_comparison
 from seq2seq.study.launch import Sweep
 from seq2seq.study.sweep import find_twins, sweep_configurations

@@ -16,8 +16,8 @@ from helpers import TINY_TOY, compose_config
 
 from seq2seq.config.build import ConfigError
 from seq2seq.config.value_checks import check_settings
-from seq2seq.runs import loss_curves as compare
 from seq2seq.runs.assemble import assemble_trainer
+from seq2seq.study import loss_curves as compare
 from tools.bench import gpu as gpu_bench
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The lab's heads experiment (`seq2seq.lab.multi_head`): its quick run and its measures."""
+"""The lab's heads experiment (`seq2seq.lab.heads`): its quick run and its measures."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 import torch
 from helpers import is_png, lab_quick_fixture
 
-from seq2seq.lab.multi_head import EXPERIMENT, KINDS, head_removed, js_divergence, row_entropy
+from seq2seq.lab.heads import EXPERIMENT, KINDS, head_removed, js_divergence, row_entropy
 from seq2seq.models.attention import Attention
-from seq2seq.models.attention.heads import merge_heads
+from seq2seq.models.attention.head_maps import merge_heads
 
 QUICK_HEADS = 2  # every attention of the quick model: 1 layer, 2 heads
 

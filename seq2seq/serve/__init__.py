@@ -1,8 +1,8 @@
 """`seq2seq-serve`: translate over HTTP on this machine, with the attention viewer as its page.
 
 * `limits`: what a request and the queue may hold, checked at start-up (`Limits`);
-* `schemas`: the JSON of `POST /translate`, `GET /health` and `GET /models` (pydantic);
-* `engine`: a loaded model behind one interface: the PyTorch `Translator` or a CTranslate2
+* `json_bodies`: the JSON of `POST /translate`, `GET /health` and `GET /models` (pydantic);
+* `backends`: a loaded model behind one interface: the PyTorch `Translator` or a CTranslate2
   export (`TorchEngine`, `CTranslate2Engine`): translations, Pharaoh links, viewer views;
 * `batching`: the bounded queue whose one worker thread merges the requests of many clients
   into batches and drops the work nobody awaits any more (`BatchQueue`);
@@ -11,12 +11,11 @@
 * `app`: the FastAPI application over those (`create_app(engine, limits)`);
 * `server`: uvicorn as the command runs it, with a deadline for every request's headers;
 * `process`: a server in a subprocess on a free loopback port (the browser and load tests);
-* `load`: the load test (`scripts/serve_load.py`): throughput, latency percentiles, errors
-  and the server's peak memory at several concurrencies, as a Markdown table.
 
 FastAPI and uvicorn are the optional extra `serve` (`pip install 'seq2seq-attention[serve]'`),
-imported only by `app`, `server` and the command line; `limits`, `batching`, `hosts`,
-`process` and `load` need the standard library alone.
+imported only by `app`, `server` and the command line; `limits`, `batching`, `hosts` and
+`process` need the standard library alone. The load tester is workshop code
+(`tools/serve_load.py`, run by `scripts/serve_load.py`).
 """
 
 INSTALL_HINT = "pip install 'seq2seq-attention[serve]'"

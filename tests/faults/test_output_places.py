@@ -157,7 +157,7 @@ def test_compare_report_in_a_read_only_folder_is_one_line_at_start(tmp_path, rea
 def test_compare_folder_that_is_a_file_is_one_line_before_training(tmp_path, monkeypatch):
     from test_compare_command import settings
 
-    from seq2seq.runs import comparison
+    from seq2seq.study import comparison
 
     victim = tmp_path / "victim.txt"
     victim.write_text("keep")
@@ -190,7 +190,7 @@ def test_a_report_that_cannot_be_written_after_the_statistics_is_one_line(tmp_pa
     OutputPlaceError line naming the file (the command prints it and exits 2)."""
     from sweep_fixtures import significance_sweep
 
-    from seq2seq.runs import report as report_module
+    from seq2seq.study import report as report_module
 
     sweep, _ = significance_sweep(tmp_path / "cmp")
 

@@ -22,7 +22,7 @@ from sweep_fixtures import fake_run, report, results
 
 from seq2seq.align.gold import gold_set
 from seq2seq.align.pharaoh import read_links
-from seq2seq.runs import loss_curves
+from seq2seq.study import loss_curves
 from seq2seq.study.comparison import StageError, best_of_first_sweep
 from seq2seq.study.reading import RunReadError, best_choice, read_config, read_results
 from seq2seq.study.sweep import link_runs

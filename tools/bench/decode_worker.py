@@ -1,6 +1,6 @@
 """One engine's decoding measurement in a fresh Python process (`tools.bench.engines`).
 
-Run as a file, `python seq2seq/bench/decode_worker.py JOB.json`, with PYTHONPATH naming
+Run as a file, `python tools/bench/decode_worker.py JOB.json`, with PYTHONPATH naming
 the tree whose `seq2seq` package to measure: this checkout, or an older commit's worktree
 for the "before" rows (so that only the search code differs, on the same machine in the
 same run). It therefore uses only what every such tree has: `Translator.load(path,

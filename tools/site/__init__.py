@@ -6,7 +6,7 @@
   registry (their `<!-- generated: components -->` region);
 * `outputs`: the `<!-- output: NAME -->` regions of a page, filled from its runnable blocks;
 * `includes`: the repository's top-level result files inside the results pages (the MkDocs
-  hook `seq2seq/site/mkdocs_hooks.py` calls it);
+  hook `tools/site/mkdocs_hooks.py` calls it);
 * `python -m tools.site`: regenerate all of it (`make docs`).
 
 The runner of the pages' command blocks is `tools.site.doc_blocks`.
