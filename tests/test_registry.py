@@ -27,7 +27,7 @@ from seq2seq.config.schema import register_configs
 from seq2seq.config.value_checks import check_settings
 from seq2seq.configs import preset_names
 from seq2seq.models.attention import Attention, attention_choice, component_node
-from seq2seq.models.attention.heads import HeadLinear
+from seq2seq.models.attention.head_maps import HeadLinear
 from seq2seq.models.attention.scores import DotProductScore, build_score
 from seq2seq.models.costs import linear
 

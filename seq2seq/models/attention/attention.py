@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seq2seq import registry
-from seq2seq.models.attention.heads import merge_heads, split_heads
+from seq2seq.models.attention.head_maps import merge_heads, split_heads
 from seq2seq.models.attention.input_checks import check_attend_inputs, check_memory, check_sizes
 from seq2seq.models.attention.interface import MemoryAttention
 from seq2seq.models.attention.masks import key_lengths, visible_keys

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seq2seq import registry
-from seq2seq.models.attention.heads import HeadLinear
+from seq2seq.models.attention.head_maps import HeadLinear
 from seq2seq.models.attention.options import component_node
 from seq2seq.models.costs import linear
 from seq2seq.option_rules import at_least, greater_than
