@@ -9,7 +9,7 @@ int32 and returned as float32:
     y ≈ s_x · s_W · ((q_x − z_x) · q_Wᵀ) + b,   q_W = round(W / s_W),  q_x = round(x / s_x) + z_x.
 
 Embeddings, layer norms, convolutions, a plain `nn.RNN` and the attention heads'
-projections (`seq2seq.models.attention.heads`) stay float32. The output layer over the
+projections (`seq2seq.models.attention.head_maps`) stay float32. The output layer over the
 vocabulary, most of a decoding step's arithmetic, is quantised.
 
 The kernels come from `torch.ao.quantization.quantize_dynamic`, which PyTorch marks as
