@@ -59,7 +59,7 @@ clean:
 .PHONY: bench
 
 # Speed of training (every preset), decoding and the matmul ceiling, appended to
-# BENCHMARKS.md (profile: benchmarks/profile_default_cpu.txt). About 10-15 min on 2 cores.
+# tools/bench/LOG.md (profile: benchmarks/profile_default_cpu.txt). About 10-15 min on 2 cores.
 # More sections: make bench ARGS="--checkpoint RUN/checkpoints/best.pt --run-dir RUN"
 bench: $(STAMP)
 	$(PY) scripts/bench.py $(ARGS)
@@ -67,7 +67,7 @@ bench: $(STAMP)
 # This project against JoeyNMT 2.3.0, measured back to back on this machine: both train the
 # reference shapes (transformer_small, gru_additive) for 4 min each on the same data, then
 # decode the same test sentences greedy and beam 5; figures and ratios appended to
-# BENCHMARKS.md. JoeyNMT lives in its own virtual environment, .peer/joeynmt (made on first
+# tools/bench/LOG.md. JoeyNMT lives in its own virtual environment, .peer/joeynmt (made on first
 # use: torch==2.13.0 first, then joeynmt==2.3.0). About 35 min on 2 cores. A smoke run:
 #   make bench-peer ARGS="--minutes 0.3 --sentences 20 --log-every 2 --warmup-updates 2 \
 #     --decode-reps 1 --out /tmp/peer.md"
@@ -78,7 +78,7 @@ bench-peer: $(STAMP)
 # Decoding speed and BLEU of every engine on the same models, in one run (tools.bench.engines):
 # the project's search at commit BASELINE and now, int8, and CTranslate2 float32/int8 for a
 # Transformer; 1 and 2 threads, greedy and beam 5, the 1,000 test sentences; the entry goes to
-# BENCHMARKS.md. MODELS: NAME=CHECKPOINT ... (default: the newest make train checkpoint).
+# tools/bench/LOG.md. MODELS: NAME=CHECKPOINT ... (default: the newest make train checkpoint).
 # About 25 min on 2 cores for three models. A smoke run:
 #   make bench-inference MODELS=t=RUN/checkpoints/best.pt ARGS="--sentences 20 --reps 1 --out /tmp/i.md"
 MODELS   ?= default=$(lastword $(shell ls -t outputs/default_cpu/*/checkpoints/best.pt 2>/dev/null | head -1))
@@ -90,7 +90,7 @@ bench-inference: $(STAMP)
 
 # Preparation time and peak memory, and training start-up time, at Tatoeba's 26k pairs and
 # at synthetic corpora of 250k, 1M and 5M pairs (seq2seq-data synth), appended to
-# BENCHMARKS.md; work files (about 2 GB at 5M) in bench/data_scale/. About 25 min on 2 cores.
+# tools/bench/LOG.md; work files (about 2 GB at 5M) in bench/data_scale/. About 25 min on 2 cores.
 # A smoke run: make bench-data ARGS="--sizes 0 100000 --out /tmp/data.md"
 .PHONY: bench-data
 bench-data: $(STAMP)

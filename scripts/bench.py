@@ -1,4 +1,4 @@
-"""`make bench`: how fast training and decoding run here, appended to BENCHMARKS.md.
+"""`make bench`: how fast training and decoding run here, appended to the benchmark log (tools/bench/LOG.md).
 
     python scripts/bench.py                                  # the default sections (~10-15 min)
     python scripts/bench.py --quick --out /tmp/bench.md      # a tiny smoke run (~1 min)
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--sentences", type=count, help="test sentences to decode (default: all 1000)")
     add("--run-dir", type=Path, help="a default_cpu run folder, for time to quality")
     add("--device", type=device_or_auto, default="cpu", help="cpu | cuda | auto")
-    add("--out", type=Path, default=Path("BENCHMARKS.md"), help="the file to append to")
+    add("--out", type=Path, default=Path("tools/bench/LOG.md"), help="the file to append to")
     add("--profile-out", type=Path, default=Path("benchmarks/profile_default_cpu.txt"))
     add("--dropout", action="store_true", help="also default_cpu's update time per dropout site")
     add("--matmul-bound", action="store_true",

@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--updates", type=whole(1, 10**6), default=20, help="training updates per size"
     )
     parser.add_argument("--work", type=Path, default=ROOT / "bench" / "data_scale")
-    parser.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
+    parser.add_argument("--out", type=Path, default=ROOT / "tools" / "bench" / "LOG.md")
     return parser
 
 

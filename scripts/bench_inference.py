@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--sentences", type=count, default=1000, help="test sentences per model (default 1000)")
     add("--reps", type=count, default=3, help="passes per measurement; the median is reported")
     add("--data-root", type=Path, default=ROOT / "data", help="where the prepared data lives")
-    add("--out", type=Path, default=ROOT / "BENCHMARKS.md", help="the file to add the entry to")
+    add("--out", type=Path, default=ROOT / "tools" / "bench" / "LOG.md", help="the file to add the entry to")
     return parser
 
 

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--matmul-reps", type=count, default=10)
     add("--peer-venv", type=Path, default=Path(".peer/joeynmt"))
     add("--work-dir", type=Path, help="default: bench/peer/<date_time>")
-    add("--out", type=Path, default=Path("BENCHMARKS.md"), help="the file to append to")
+    add("--out", type=Path, default=Path("tools/bench/LOG.md"), help="the file to append to")
     return parser
 
 

@@ -1,4 +1,4 @@
-"""The GPU section of BENCHMARKS.md: training throughput on one CUDA device.
+"""The GPU section of the benchmark log (tools/bench/LOG.md): training throughput on one CUDA device.
 
     python scripts/gpu_bench.py                         # default_cpu, bf16 and float32
     python scripts/gpu_bench.py --peak-tflops 989 --max-tokens 2048 8192 --out /tmp/gpu.md
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-tokens", nargs="+", type=int, default=[0, 8192],
                         help="data.max_tokens per row; 0 = the preset's (default: 0 8192)")  # fmt: skip
     parser.add_argument("--peak-tflops", type=float, help="the GPU's dense bf16 peak, TFLOP/s")
-    parser.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
+    parser.add_argument("--out", type=Path, default=Path("tools/bench/LOG.md"))
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. data.root=/data")
     return parser
 

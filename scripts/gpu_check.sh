@@ -10,13 +10,13 @@
 #    bf16 autocast and in float32 (trainer.precision=fp32), the same data order, then
 #    scripts/gpu_compare_losses.py: the smoothed loss curves must agree within THRESHOLD;
 # 3. with two GPUs or more, two-GPU data parallel (torchrun, NCCL) for DDP_STEPS updates;
-# 4. scripts/gpu_bench.py appends a GPU section to BENCHMARKS.md (GPU name, tokens/s, MFU
+# 4. scripts/gpu_bench.py appends a GPU section to the benchmark log, tools/bench/LOG.md (GPU name, tokens/s, MFU
 #    against the GPU's dense bf16 peak, peak memory).
 #
 # Settings (environment): PYTHON (default .venv/bin/python, else python3), STEPS (300),
 # DDP_STEPS (100), THRESHOLD (0.05), PEAK_TFLOPS (the GPU's dense bf16 peak, when the
 # name is not in tools/bench/gpu.py's table), OUT (run folders; default
-# outputs/gpu_check/<date_time>), BENCH_OUT (BENCHMARKS.md), DATA (extra Hydra overrides
+# outputs/gpu_check/<date_time>), BENCH_OUT (tools/bench/LOG.md), DATA (extra Hydra overrides
 # for the data, e.g. "data.root=/data/seq2seq"). The Tatoeba corpus is fetched and
 # prepared on the first run unless data.root already holds it (prepare it once with
 # `seq2seq-data` on a machine with network access and copy data/ over otherwise).
@@ -31,7 +31,7 @@ STEPS=${STEPS:-300}
 DDP_STEPS=${DDP_STEPS:-100}
 THRESHOLD=${THRESHOLD:-0.05}
 OUT=${OUT:-outputs/gpu_check/$(date +%Y-%m-%d_%H-%M-%S)}
-BENCH_OUT=${BENCH_OUT:-BENCHMARKS.md}
+BENCH_OUT=${BENCH_OUT:-tools/bench/LOG.md}
 read -r -a DATA_ARGS <<< "${DATA:-}"
 started=$SECONDS
 

@@ -1,6 +1,7 @@
 """The options of a component, declared as a dataclass, and the one check of a node against it.
 
-A score or a region declares its options in a small dataclass beside its class. A field's
+A score, a region or a data source declares its options in a small dataclass beside its
+class. A field's
 type says what kind of value it takes (an integer, a number, a choice of an `Enum`, each
 optionally `| None`), and its metadata, written with the words below, the range:
 
@@ -14,6 +15,10 @@ optionally `| None`), and its metadata, written with the words below, the range:
 `{"windw": 3}` it names the key and the closest option (`attention.region.windw: not an
 option of region 'local' (did you mean window?); its options: window, mode`). A valid node
 comes back complete: every option, the missing ones at their defaults, choices by name.
+
+A component chosen in a config is a node, its name and its options (`attention.region:
+{name: local, window: 5}`, `data.source: {name: toy, task: copy}`), or just its name:
+`checked_node` completes and checks either against the options of the component it names.
 
 The same check runs at start-up (`seq2seq.config.value_checks`), on every config read from a
 checkpoint (`seq2seq.config.stored`) and when a component is built, so a value is
@@ -92,6 +97,49 @@ def checked_options(
         else:
             complete[item.name] = plain_value(default_of(item, key))
     return complete
+
+
+def checked_node(
+    value: Any, path: str, group: str, choices: Mapping[str, type | None]
+) -> dict[str, Any]:
+    """`{name, **options}` of a component node: `value` is a name or a mapping with a
+    `name` among `choices` (component name -> its options dataclass, or None) and that
+    component's options, here completed and checked (`checked_options`). OptionError
+    names `path` (`attention.region`, `data.source`) and lists the choices otherwise; an
+    option of another component (what a switch of `<path>.name` alone leaves behind) says
+    how to choose the component with its defaults alone."""
+    name, given = _name_and_options(value, path, group, choices)
+    if name not in choices:
+        key = path if isinstance(value, str) else f"{path}.name"
+        raise OptionError(
+            f"{key} must be one of the registered {group}s ({', '.join(choices)}), got {name!r}"
+        )
+    try:
+        options = checked_options(choices[name], given, path, f"{group} {name!r}")
+    except UnknownOption as error:
+        if error.near is not None:  # a misspelt option
+            raise
+        hint = f"; `{path}={name}` chooses {group} {name!r} with its defaults alone"
+        raise UnknownOption(f"{error}{hint}") from None
+    return {"name": name, **options}
+
+
+def _name_and_options(
+    value: Any, path: str, group: str, choices: Mapping[str, type | None]
+) -> tuple[str, dict[str, Any]]:
+    if isinstance(value, str):
+        return value, {}
+    if not isinstance(value, Mapping):
+        raise OptionError(
+            f"{path} must be a registered {group}'s name or a node {{name: ..., <its "
+            f"options>}}, got {value!r}"
+        )
+    options = {str(key): item for key, item in value.items() if key != "name"}
+    name = value.get("name")
+    if not isinstance(name, str):
+        known = ", ".join(choices)
+        raise OptionError(f"{path}.name must name a registered {group} ({known}), got {name!r}")
+    return name, options
 
 
 def unknown_option(near: str | None, known: list[str], owner: str) -> str:

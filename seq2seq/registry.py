@@ -29,10 +29,14 @@ What each group's `flops` formula takes (every count is matrix-product FLOPs, se
   attention layers over the source it runs).
 * schedule:  none (a schedule computes no products).
 
-This module imports nothing of seq2seq at the top: it is the bottom layer. The modules
-that register (every module of `seq2seq.models` and `seq2seq.training.schedules`) are
-imported on the first lookup, so a lookup always sees every component; a new class in any
-of them is found with no list to edit.
+This module imports nothing of seq2seq: it is the bottom layer, a plain table that goes
+looking for nothing. The modules that register the built-ins are listed in one module near
+the top, `seq2seq.built_ins`; importing it fills the table and opens it for lookups
+(`built_ins_loaded`). The entry points import it first: the command lines, the contract
+suite (`seq2seq.testing`) and the workshop (`tools`). A lookup before that is
+`BuiltInsNotLoaded`, one line saying to import it, rather than an answer missing the
+built-ins. A new class in a module listed there joins with no edit; a new registering
+module is one line there (tests/test_built_ins.py checks that none is missing).
 
 A user's classes join through a plugin (`seq2seq.plugins`): its modules are imported inside
 `plugin_import(spec)`, so each component knows where it came from (`Component.plugin`:
@@ -41,14 +45,12 @@ None for a built-in) and an error or a checkpoint can name its plugin.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-# The model's parts and schedules, then the seams of a run: `source` (a data.kind,
+# The model's parts and schedules, then the seams of a run: `source` (a data.source.name,
 # seq2seq.data.sources), `metric` (a validation metric and its direction, seq2seq.metrics)
 # and `hook` (a validation hook class, seq2seq.training.hooks); these three count no FLOPs.
 GROUPS = (
@@ -56,14 +58,8 @@ GROUPS = (
 )  # fmt: skip
 # Groups whose components are whole config nodes, named by their `_target_`.
 NODE_GROUPS = ("attention", "encoder", "decoder", "schedule")
-# Imported before the first lookup: packages with every module below them, or modules.
-REGISTERING = (
-    "seq2seq.models",
-    "seq2seq.training.schedules",
-    "seq2seq.data.sources",
-    "seq2seq.metrics",
-    "seq2seq.visualise.hooks",
-)
+# The module that imports every built-in component (module docstring).
+BUILT_INS_MODULE = "seq2seq.built_ins"
 
 
 @dataclass(frozen=True)
@@ -104,8 +100,12 @@ class UnknownComponent(ValueError):
     """A name or `_target_` that no component of the group has; the message lists them."""
 
 
+class BuiltInsNotLoaded(RuntimeError):
+    """A lookup before `seq2seq.built_ins` registered the built-ins."""
+
+
 _registry: dict[str, dict[str, Component]] = {group: {} for group in GROUPS}
-_state = {"loaded": False, "loading": False}
+_state = {"loaded": False}  # True once `seq2seq.built_ins` has imported every built-in
 _importing: list[str] = []  # the specs of the plugins being imported, innermost last
 
 
@@ -128,9 +128,7 @@ def register(
     def decorate(builder: type) -> type:
         _check_group(group)
         formula = flops if flops is not None else getattr(builder, "flops", None)
-        component = Component(
-            group, name, builder, schema, formula, options, _plugin_of(builder)
-        )
+        component = Component(group, name, builder, schema, formula, options, _plugin_of(builder))
         _check_free(component)
         _registry[group][name] = component
         return builder
@@ -161,8 +159,9 @@ def _check_free(component: Component) -> None:
 @contextmanager
 def plugin_import(spec: str) -> Iterator[None]:
     """Components registered inside are the plugin `spec`'s (`Component.plugin`). The
-    built-ins are imported first, so that a plugin reusing a name clashes with them."""
-    _load()
+    built-ins must be in already (`seq2seq.built_ins`), so that a plugin reusing a name
+    clashes with them."""
+    _check_loaded()
     _importing.append(spec)
     try:
         yield
@@ -180,7 +179,7 @@ def unregister_plugin(spec: str) -> list[Component]:
 
 def unregister(group: str, name: str) -> Component:
     """Remove a component (for tests that register a throwaway one); returns it."""
-    _load()
+    _check_loaded()
     _check_group(group)
     if name not in _registry[group]:
         raise _unknown(group, name)
@@ -189,7 +188,7 @@ def unregister(group: str, name: str) -> Component:
 
 def get(group: str, name: str) -> Component:
     """The component `name` of `group`; UnknownComponent lists the group's names."""
-    _load()
+    _check_loaded()
     _check_group(group)
     if name not in _registry[group]:
         raise _unknown(group, name)
@@ -203,7 +202,7 @@ def names(group: str) -> tuple[str, ...]:
 
 def components(group: str) -> tuple[Component, ...]:
     """The components of a group, in registration order."""
-    _load()
+    _check_loaded()
     _check_group(group)
     return tuple(_registry[group].values())
 
@@ -229,17 +228,15 @@ def _unknown(group: str, name: str) -> UnknownComponent:
     return UnknownComponent(f"{group} must be one of {tuple(_registry[group])}, got {name!r}")
 
 
-def _load() -> None:
-    """Import every registering module, once (a lookup made while they are being imported
-    sees what is registered so far)."""
-    if _state["loaded"] or _state["loading"]:
-        return
-    _state["loading"] = True
-    try:
-        for name in REGISTERING:
-            module = importlib.import_module(name)
-            for info in pkgutil.walk_packages(getattr(module, "__path__", []), f"{name}."):
-                importlib.import_module(info.name)
-    finally:
-        _state["loading"] = False
+def built_ins_loaded() -> None:
+    """Open the table for lookups: called by `seq2seq.built_ins` once it has imported
+    every module that registers a built-in."""
     _state["loaded"] = True
+
+
+def _check_loaded() -> None:
+    if not _state["loaded"]:
+        raise BuiltInsNotLoaded(
+            f"no built-in component is registered yet: import {BUILT_INS_MODULE} first (the "
+            "command lines and seq2seq.testing do) to register them before a lookup"
+        )

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from helpers import toy_corpus_lines
 
+import seq2seq.built_ins  # noqa: F401  (the built-in components, as every entry point loads them)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 

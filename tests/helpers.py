@@ -24,8 +24,8 @@ from seq2seq.lab.lab_models import TOY_GRU
 
 # A toy Transformer trained for two updates: a checkpoint of the right shapes in seconds.
 TOY_TRANSFORMER = [
-    "data=toy_reverse", "data.toy_train_size=256", "data.toy_valid_size=8",
-    "data.toy_test_size=8", "data.max_tokens=512", "trainer.max_steps=2",
+    "data=toy_reverse", "data.source.train_size=256", "data.source.valid_size=8",
+    "data.source.test_size=8", "data.max_tokens=512", "trainer.max_steps=2",
     "trainer.valid_every=2", "trainer.threads=1", "trainer.test_search.beam_size=1",
     "logging.progress_bar=false", "logging.tensorboard=false",
     "encoder=transformer", "decoder=transformer", "attention=multihead",
@@ -108,8 +108,9 @@ def toy_corpus_lines(
 def synthetic_data_config(tmp_path: Path, **overrides) -> DataConfig:
     """The data config of a small corpus served as `toy-eng.zip` by the `mirror` fixture
     (tests/conftest.py), its files below `tmp_path / "data"`."""
+    source = {"name": "tabular", "url": "https://example.org/anki/toy-eng.zip", "member": "toy.txt"}
     settings = {
-        "name": "synthetic", "url": "https://example.org/anki/toy-eng.zip", "member": "toy.txt",
+        "name": "synthetic", "source": source,
         "root": str(tmp_path / "data"), "valid_size": 20, "test_size": 20,
         "src_vocab_size": 30, "tgt_vocab_size": 30, "max_len": 15, "max_tokens": 200,
     }  # fmt: skip
@@ -237,4 +238,5 @@ def text_pair_overrides(corpus: Path) -> list[str]:
     """The overrides that name a `data=text_pair` corpus (English → Chinese) whose files are
     `corpus/train.en`, `corpus/train.zh`, `corpus/valid.*` and `corpus/test.*`."""
     return ["data=text_pair", "data.name=given", "data.src_lang=en", "data.tgt_lang=zh",
-            *(f"data.{split}_prefix={corpus / split}" for split in ("train", "valid", "test"))]  # fmt: skip
+            *(f"data.source.{split}_prefix={corpus / split}"
+              for split in ("train", "valid", "test"))]  # fmt: skip

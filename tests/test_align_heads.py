@@ -1,12 +1,14 @@
-"""Every layer × head and head mean scored on gold links: the known best head is found,
-each candidate scores as `links_from_attention` would, and ties keep the default."""
+"""Every layer × head and head mean scored on gold links (`GoldAttention.head_scores`): the
+known best head is found, each candidate scores as `links_from_attention` would, and ties
+keep the default."""
 
 from __future__ import annotations
 
 import torch
 
 from seq2seq.align.extract import AlignSettings, Sentence, links_from_attention
-from seq2seq.align.head_choice import candidates, lowest_aer, score_heads
+from seq2seq.align.head_choice import candidates, lowest_aer
+from seq2seq.align.model_aer import GoldAttention, GoldExample
 from seq2seq.align.pharaoh import Links
 from seq2seq.metrics.aer import corpus_counts
 from seq2seq.special_tokens import EOS_PIECE
@@ -22,6 +24,13 @@ def sentence(text: str) -> Sentence:
 
 def diagonal(length: int) -> Links:
     return Links.of((j, j) for j in range(length))
+
+
+def score_heads(attentions, pairs, gold, base=None):
+    """The head scores of the pairs' attention (no ids: the attention is given)."""
+    examples = [GoldExample([], [], source, target, links)
+                for (source, target), links in zip(pairs, gold, strict=True)]  # fmt: skip
+    return GoldAttention(examples, attentions).head_scores(base)
 
 
 def attention_with_one_gold_head(length: int) -> torch.Tensor:

@@ -30,8 +30,8 @@ from seq2seq.search.translator import Translator
 from seq2seq.visualise.heatmap import panel_marks
 
 TOY_TRANSFORMER = [
-    "data=toy_reverse", "data.toy_train_size=256", "data.toy_valid_size=8",
-    "data.toy_test_size=8", "data.max_tokens=512", "trainer.valid_every=2",
+    "data=toy_reverse", "data.source.train_size=256", "data.source.valid_size=8",
+    "data.source.test_size=8", "data.max_tokens=512", "trainer.valid_every=2",
     "trainer.threads=1", "logging.progress_bar=false", "logging.tensorboard=false",
     "encoder=transformer", "decoder=transformer", "attention=multihead",
     "encoder.hidden_size=16", "decoder.hidden_size=16", "model.embed_dim=16",

@@ -9,9 +9,9 @@ import torch
 
 from seq2seq.config.build import build_model
 from seq2seq.data.prepare import prepare
+from seq2seq.lab import attention_diagnostics as diagnostics
 from seq2seq.runs.assemble import data_config
 from tests.helpers import compose_config
-from seq2seq.lab import attention_diagnostics as diagnostics
 
 
 def test_entropy_of_uniform_and_one_hot_rows():
@@ -68,8 +68,8 @@ def test_one_token_sources_are_left_out_of_the_normalised_entropy():
 )
 def test_diagnose_runs_on_a_tiny_model(tmp_path, overrides):
     cfg = compose_config([
-        "data=toy_reverse", "data.toy_train_size=64", "data.toy_valid_size=16",
-        "data.toy_test_size=16", f"data.root={tmp_path / 'data'}", "encoder.hidden_size=8",
+        "data=toy_reverse", "data.source.train_size=64", "data.source.valid_size=16",
+        "data.source.test_size=16", f"data.root={tmp_path / 'data'}", "encoder.hidden_size=8",
         "decoder.hidden_size=8", "model.embed_dim=8", *overrides,
     ])  # fmt: skip
     data = prepare(data_config(cfg))

@@ -100,10 +100,11 @@ def test_the_first_entry_below_an_empty_history_ends_the_file(tmp_path):
 
 
 def test_bench_composes_a_preset_in_a_fresh_process():
-    """The benchmark's workers are fresh processes: they must register the schemas
-    themselves (nothing else in them does)."""
+    """The benchmark's workers are fresh processes: they must register the built-ins (the
+    workshop's package imports `seq2seq.built_ins`) and the schemas themselves (nothing else
+    in them does)."""
     code = (
-        "from seq2seq.runs.compose import preset_config; "
+        "import seq2seq.built_ins; from seq2seq.runs.compose import preset_config; "
         "print(preset_config('default_cpu', 1, 'cpu').name)"
     )
     finished = subprocess.run(

@@ -98,7 +98,7 @@ def test_a_synthetic_size_reads_its_own_plain_file_into_its_own_folders(tmp_path
         "data=tatoeba_zh_en",
         "data.name=tatoeba_zh_en_250000",
         f"data.root={tmp_path / 'work' / 'data'}",
-        f"data.url=file://{tmp_path / 'work' / 'synth_250000.txt'}",
-        "data.member=",  # a plain file, not a zip member
-        "data.sha256=null",  # generated here: no pinned hash
+        f"data.source.url=file://{tmp_path / 'work' / 'synth_250000.txt'}",
+        "data.source.member=",  # a plain file, not a zip member
+        "data.source.sha256=null",  # generated here: no pinned hash
     ]

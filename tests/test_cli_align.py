@@ -21,10 +21,10 @@ TOY = {"task": "reverse", "num_symbols": 10, "min_len": 3, "max_len": 8}
 SIZES = {"train": 4000, "valid": 32, "test": 64}
 SEED = 1234
 REVERSE_GRU = [
-    "data=toy_reverse", f"data.toy_vocab_size={TOY['num_symbols']}",
-    f"data.toy_min_len={TOY['min_len']}", f"data.toy_max_len={TOY['max_len']}",
-    f"data.toy_train_size={SIZES['train']}", f"data.toy_valid_size={SIZES['valid']}",
-    f"data.toy_test_size={SIZES['test']}", f"data.seed={SEED}", "data.max_tokens=512",
+    "data=toy_reverse", f"data.source.vocab_size={TOY['num_symbols']}",
+    f"data.source.min_len={TOY['min_len']}", f"data.source.max_len={TOY['max_len']}",
+    f"data.source.train_size={SIZES['train']}", f"data.source.valid_size={SIZES['valid']}",
+    f"data.source.test_size={SIZES['test']}", f"data.seed={SEED}", "data.max_tokens=512",
     "encoder=gru", "decoder=gru", "attention=additive", "encoder.hidden_size=16",
     "decoder.hidden_size=32", "model.embed_dim=32", "encoder.dropout=0.0", "decoder.dropout=0.0",
     "optim.lr=5e-3", "schedule=inverse_sqrt", "schedule.warmup_steps=50",

@@ -17,6 +17,7 @@ from seq2seq.align import extract
 from seq2seq.align.attention import teacher_forced_weights
 from seq2seq.align.extract import AlignSettings, align_pairs, links_from_attention, pair_weights
 from seq2seq.align.gold import gold_set
+from seq2seq.align.model_aer import gold_side
 from seq2seq.align.pharaoh import Links, format_links, parse_links
 from seq2seq.align.statistical import symmetrise
 from seq2seq.align.symmetric import SYMMETRISATIONS, harmonic_mean
@@ -25,11 +26,10 @@ from seq2seq.cli import align
 from seq2seq.data.fetch import MIRROR_ENV
 from seq2seq.runs.assemble import train_and_test
 from seq2seq.search.translator import Translator
-from seq2seq.visualise.hooks import gold_side
 
 LEXICON_DATA = [
-    "data.name=lexicon", "data.url=https://example.org/anki/toy-eng.zip", "data.member=toy.txt",
-    "data.sha256=null", "data.valid_size=20", "data.test_size=20", "data.src_vocab_size=30",
+    "data.name=lexicon", "data.source.url=https://example.org/anki/toy-eng.zip", "data.source.member=toy.txt",
+    "data.source.sha256=null", "data.valid_size=20", "data.test_size=20", "data.src_vocab_size=30",
     "data.tgt_vocab_size=30", "data.max_len=20", "data.max_tokens=256",
 ]  # fmt: skip
 TINY_GRU = [
@@ -145,7 +145,7 @@ def test_the_gold_set_is_aligned_as_valid_aer_aligns_it(zh_en):
     sources, targets = [pair.source for pair in pairs], [pair.target for pair in pairs]
     settings = AlignSettings()
     expected = []
-    for pair in pairs:  # the valid/aer hook's encoding (seq2seq.visualise.hooks)
+    for pair in pairs:  # the valid/aer hook's encoding (seq2seq.align.model_aer)
         source_ids, source = gold_side(pair.source, "zh", zh_en.src_tokenizer, zh_en.max_source_len)
         target_ids, target = gold_side(pair.target, "en", zh_en.tgt_tokenizer, zh_en.max_source_len)
         (attention,) = teacher_forced_weights(zh_en.model, [(source_ids, target_ids)], zh_en.device)

@@ -22,8 +22,8 @@ from seq2seq.study.launch import Sweep, train_command
 from seq2seq.study.report import ReportSettings, write_report
 
 REPO = Path(__file__).resolve().parent.parent
-TOY = ["data=toy_copy", "data.toy_train_size=200", "data.toy_valid_size=20",
-       "data.toy_test_size=20", "trainer.max_steps=2", "trainer.valid_every=2",
+TOY = ["data=toy_copy", "data.source.train_size=200", "data.source.valid_size=20",
+       "data.source.test_size=20", "trainer.max_steps=2", "trainer.valid_every=2",
        "schedule.warmup_steps=1"]  # fmt: skip
 
 

@@ -212,11 +212,11 @@ def test_every_seed_of_the_chosen_gru_run_is_linked_once(tmp_path):
 def test_test_aer_of_a_real_checkpoint_is_the_aer_hook_on_the_test_pairs(tmp_path, corpus_mirror):
     """A tiny zh→en multihead run: the head-mean test AER is the valid/aer hook's figure on
     the test gold pairs, and the best head is the one with the lowest valid-pair AER."""
+    from seq2seq.align.aer_hook import AerHook
     from seq2seq.align.extract import AlignSettings
     from seq2seq.align.gold import gold_set
+    from seq2seq.align.model_aer import checkpoint_aer, gold_example
     from seq2seq.search.translator import Translator
-    from seq2seq.study.gold_aer import checkpoint_aer
-    from seq2seq.visualise.hooks import AerHook, gold_example
 
     sweep = tmp_path / "attention"
     common = [

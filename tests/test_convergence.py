@@ -14,9 +14,9 @@ from test_select_metric import ScriptedHook
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.runs.assemble import assemble_trainer
 from seq2seq.training.convergence import recent_gain, validations_in_window
-from seq2seq.training.trainer import Progress
+from seq2seq.training.progress import Progress
 
-FAST = ["trainer.valid_every=1", "data.toy_valid_size=16", "logging.tensorboard=false",
+FAST = ["trainer.valid_every=1", "data.source.valid_size=16", "logging.tensorboard=false",
         "trainer.select_metric=alignment_accuracy"]  # fmt: skip
 # A scripted accuracy that rises fast, then slowly: step → value.
 RISING = {1: 0.10, 2: 0.30, 3: 0.50, 4: 0.60, 5: 0.66, 6: 0.70, 7: 0.72, 8: 0.73, 9: 0.74,

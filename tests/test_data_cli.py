@@ -78,7 +78,7 @@ def test_a_too_large_vocabulary_is_one_line_with_exit_code_2(tmp_path, monkeypat
     corpus = tmp_path / "pairs.tsv"
     lines = [f"{word} {n}.\t{n}{hanzi}。\tCC-BY" for n in range(40) for word, hanzi in PAIRS]
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    overrides = [f"data.url={corpus.as_uri()}", "data.member=''", "data.sha256=null",
+    overrides = [f"data.source.url={corpus.as_uri()}", "data.source.member=''", "data.source.sha256=null",
                  "data.name=tiny", "data.valid_size=10", "data.test_size=10"]  # fmt: skip
     assert run_main(monkeypatch, tmp_path, *overrides) == 2
     line = one_line_error(capsys)

@@ -125,5 +125,5 @@ def test_zip_without_the_member_is_rejected(tmp_path):
 
 
 def test_url_without_file_name_is_rejected(tmp_path):
-    with pytest.raises(ValueError, match="data.url"):
+    with pytest.raises(ValueError, match="data.source.url"):
         fetch("https://example.org/", root=tmp_path)

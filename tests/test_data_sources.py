@@ -1,11 +1,12 @@
-"""Data sources: one registered source per data.kind; the given text files of
-kind=text_pair, their checks and their cache; a source registered the way a plugin would."""
+"""Data sources: one registered source per data.source.name, each with its options; the
+given text files of text_pair, their checks and their cache; a source registered the way a
+plugin would."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pytest
@@ -52,21 +53,32 @@ def corpus(tmp_path) -> Path:
 
 
 def text_config(tmp_path: Path, corpus: Path, **overrides) -> DataConfig:
+    """A text_pair config of the corpus; `overrides` of the source's options go into its node."""
+    source = {
+        "name": "text_pair", "train_prefix": str(corpus / "train"),
+        "valid_prefix": str(corpus / "valid"), "test_prefix": str(corpus / "test"),
+    }  # fmt: skip
+    options = {key: overrides.pop(key) for key in list(overrides) if key in TEXT_PAIR_OPTIONS}
     settings = {
-        "name": "given", "kind": "text_pair", "src_lang": "en", "tgt_lang": "zh", "sha256": None,
-        "train_prefix": str(corpus / "train"), "valid_prefix": str(corpus / "valid"),
-        "test_prefix": str(corpus / "test"), "root": str(tmp_path / "data"),
+        "name": "given", "source": {**source, **options}, "src_lang": "en", "tgt_lang": "zh",
+        "root": str(tmp_path / "data"),
         "src_vocab_size": 30, "tgt_vocab_size": 30, "max_len": 200, "max_tokens": 2000,
     }  # fmt: skip
     return DataConfig(**{**settings, **overrides})
 
 
-def test_each_kind_is_a_registered_source_and_an_unknown_one_names_them():
-    assert {"parallel", "text_pair", "toy"} <= set(registry.names("source"))
+TEXT_PAIR_OPTIONS = ("train_prefix", "valid_prefix", "test_prefix", "sha256")
+
+
+def test_each_source_is_registered_and_an_unknown_one_names_them():
+    assert {"tabular", "text_pair", "toy"} <= set(registry.names("source"))
     assert all(issubclass(c.builder, DataSource) for c in registry.components("source"))
-    with pytest.raises(ValueError, match=r"data\.kind must be one of .*; got 'monolingual'") as error:
-        DataConfig(kind="monolingual")
+    message = r"data\.source\.name must be one of the registered sources .*, got 'monolingual'"
+    with pytest.raises(ValueError, match=message) as error:
+        DataConfig(source={"name": "monolingual"})
     assert all(name in str(error.value) for name in registry.names("source"))
+    with pytest.raises(ValueError, match=r"data\.source must be one of the registered sources"):
+        DataConfig(source="monolingual")
 
 
 def test_the_given_splits_are_read_whole_and_in_order(tmp_path, corpus):
@@ -95,11 +107,12 @@ def test_files_of_unequal_length_name_the_file_and_the_line(tmp_path, corpus):
 
 def test_a_missing_file_or_prefix_names_its_key(tmp_path, corpus):
     (corpus / "test.en").unlink()
-    with pytest.raises(CorpusError, match=r"data\.test_prefix=.*test\.en does not exist"):
+    with pytest.raises(CorpusError, match=r"data\.source\.test_prefix=.*test\.en does not exist"):
         prepare(text_config(tmp_path, corpus))
-    with pytest.raises(ValueError, match=r"needs data\.valid_prefix"):
+    with pytest.raises(ValueError, match=r"needs data\.source\.valid_prefix"):
         text_config(tmp_path, corpus, valid_prefix=None)
-    with pytest.raises(ValueError, match=r"data\.sha256 pins one downloaded corpus"):
+    # sha256 pins one downloaded corpus file (the tabular source's): not an option here
+    with pytest.raises(ValueError, match=r"data\.source\.sha256: not an option of source 'text_pair'"):
         text_config(tmp_path, corpus, sha256="0" * 64)
 
 
@@ -141,20 +154,25 @@ def test_the_toy_source_knows_its_alignment():
     toy = data_source("toy")
     assert toy.known_alignment and not data_source("text_pair").known_alignment
     for task in ("copy", "reverse"):
-        cfg = DataConfig(kind="toy", toy_task=task)
+        cfg = DataConfig(source={"name": "toy", "task": task})
         assert toy.alignment(cfg, 5) == gold_alignment(task, 5)
+
+
+@dataclass(frozen=True)
+class InMemoryOptions:
+    url: str = ""  # file://<a JSON file of pairs>
 
 
 class InMemorySource(CorpusSource):
     """A source as a plugin writes one: its pairs from a JSON file, split by position."""
 
     def validate(self, cfg: DataConfig) -> None:
-        if not str(cfg.url).startswith("file://"):
-            raise ValueError("data.url must name the JSON file of pairs")
+        if not cfg.source_options.url.startswith("file://"):
+            raise ValueError("data.source.url must name the JSON file of pairs")
         super().validate(cfg)
 
     def locate(self, cfg: DataConfig) -> LocatedCorpus:
-        path = Path(str(cfg.url).removeprefix("file://"))
+        path = Path(cfg.source_options.url.removeprefix("file://"))
         return LocatedCorpus(hashlib.sha256(path.read_bytes()).hexdigest(), (path,))
 
     def write_splits(self, cfg: DataConfig, corpus: LocatedCorpus, folder: Path) -> dict:
@@ -166,17 +184,18 @@ class InMemorySource(CorpusSource):
 
 @pytest.fixture
 def in_memory_source():
-    registry.register("source", "in_memory")(InMemorySource)
+    registry.register("source", "in_memory", options=InMemoryOptions)(InMemorySource)
     yield
     registry.unregister("source", "in_memory")
 
 
-def test_a_registered_source_is_prepared_by_its_kind(tmp_path, in_memory_source):
+def test_a_registered_source_is_prepared_by_its_name(tmp_path, in_memory_source):
     pairs = corpus_pairs(120, seed=4)
     path = tmp_path / "pairs.json"
     path.write_text(json.dumps(pairs, ensure_ascii=False), encoding="utf-8")
     cfg = DataConfig(
-        name="mine", kind="in_memory", url=f"file://{path}", src_lang="en", tgt_lang="zh",
+        name="mine", source={"name": "in_memory", "url": f"file://{path}"}, src_lang="en",
+        tgt_lang="zh",
         root=str(tmp_path / "data"), src_vocab_size=30, tgt_vocab_size=30, max_len=200,
         max_tokens=2000,
     )  # fmt: skip

@@ -406,7 +406,8 @@ def test_synth_command_writes_the_corpus(tmp_path, mirror, monkeypatch, capsys):
     monkeypatch.setenv(MIRROR_ENV, str(mirror))
     preset = tmp_path / "toy.yaml"
     preset.write_text(
-        "name: toy\nurl: https://example.org/anki/toy-eng.zip\nmember: toy.txt\nsha256: null\n",
+        "name: toy\nsource:\n  name: tabular\n  url: https://example.org/anki/toy-eng.zip\n"
+        "  member: toy.txt\n  sha256: null\n",
         encoding="utf-8",
     )
     out = tmp_path / "synth.tsv"

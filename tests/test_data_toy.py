@@ -1,4 +1,4 @@
-"""Toy copy / reverse tasks: gold alignment, disjoint splits, prepare(kind="toy")."""
+"""Toy copy / reverse tasks: gold alignment, disjoint splits, prepare(data.source=toy)."""
 
 from __future__ import annotations
 
@@ -60,8 +60,9 @@ def test_too_small_space_is_a_clear_error():
 
 def test_prepare_toy_encodes_symbols():
     cfg = DataConfig(
-        kind="toy", toy_task="reverse", toy_vocab_size=5, toy_min_len=2, toy_max_len=6,
-        toy_train_size=200, toy_valid_size=20, toy_test_size=20, max_tokens=64, max_len=6,
+        source={"name": "toy", "task": "reverse", "vocab_size": 5, "min_len": 2, "max_len": 6,
+                "train_size": 200, "valid_size": 20, "test_size": 20},
+        max_tokens=64, max_len=6,
     )  # fmt: skip
     data = prepare(cfg)
     assert isinstance(data.src_tokenizer, SymbolTokenizer)

@@ -43,8 +43,8 @@ from seq2seq.training.guided_alignment import (
 )
 
 QUICK = TINY_TOY + ["trainer.max_steps=2", "trainer.valid_every=2", "logging.tensorboard=false",
-                    "trainer.test_search.beam_size=1", "data.toy_train_size=48",
-                    "data.toy_valid_size=8", "data.toy_test_size=8", "alignment=guided"]  # fmt: skip
+                    "trainer.test_search.beam_size=1", "data.source.train_size=48",
+                    "data.source.valid_size=8", "data.source.test_size=8", "alignment=guided"]  # fmt: skip
 SMALL_TRANSFORMER = ["encoder=transformer", "decoder=transformer", "attention=multihead",
                      "encoder.hidden_size=32", "decoder.hidden_size=32", "encoder.ff_size=32",
                      "decoder.ff_size=32", "encoder.num_layers=1", "decoder.num_layers=2",
@@ -321,18 +321,16 @@ def test_every_decoder_family_trains_with_guidance(family, tmp_path):
 
 LEARNING = ["trainer.max_steps=100", "trainer.valid_every=100", "trainer.valid_max_sentences=8",
             "logging.tensorboard=false", "schedule.warmup_steps=1", "optim.lr=0.02"]  # fmt: skip
-TOY_COPY = ["data=toy_copy", "data.toy_train_size=512", "data.toy_valid_size=32",
-            "data.toy_test_size=32", "data.max_tokens=512"]  # fmt: skip
+TOY_COPY = ["data=toy_copy", "data.source.train_size=512", "data.source.valid_size=32",
+            "data.source.test_size=32", "data.max_tokens=512"]  # fmt: skip
 
 
-def supervised_accuracy(trainer) -> float:
-    """How often the supervised heads' argmax is the toy task's gold source, teacher forced
-    on the valid split."""
+def supervised_accuracy(trainer, guidance: Guidance, task: str) -> float:
+    """How often the heads that `guidance` supervises have the toy task's gold source as
+    their argmax, teacher forced on the valid split."""
     examples = [(list(src), list(tgt)) for src, tgt in trainer.data.valid.examples]
     weights = teacher_forced_weights(trainer.model, examples, torch.device("cpu"))
-    alignment = trainer.cfg.alignment
-    chosen = [supervised_attention(w[None], alignment.layer, alignment.heads)[0] for w in weights]
-    task = trainer.cfg.data.toy_task
+    chosen = [supervised_attention(w[None], guidance.layer, guidance.heads)[0] for w in weights]
     return alignment_accuracy(chosen, [toy_links(task, len(src)) for src, _ in examples])
 
 
@@ -345,12 +343,13 @@ def supervised_accuracy(trainer) -> float:
 def test_the_supervised_head_has_the_known_alignment_at_the_first_validation(model, tmp_path):
     """The guided head, read as the model is read (a shifted one a step later), gives the
     toy task's known alignment, which the same model unguided does not."""
-    accuracy = {}
-    for name, guided in (("plain", []), ("guided", ["alignment=guided", "alignment.weight=1"])):
+    accuracy, guidance = {}, None
+    for name, guided in (("guided", ["alignment=guided", "alignment.weight=1"]), ("plain", [])):
         cfg = compose_config(model + LEARNING + guided + [f"data.root={tmp_path / name}"])
         trainer = assemble_trainer(cfg, tmp_path / name / "run", observe=False)
         trainer.fit()  # 100 updates, the first validation at the last
-        accuracy[name] = supervised_accuracy(trainer)
+        guidance = getattr(trainer.objective, "guidance", guidance)  # the plain run: read alike
+        accuracy[name] = supervised_accuracy(trainer, guidance, cfg.data.source.task)
     assert accuracy["guided"] >= 0.8 > 0.4 > accuracy["plain"], accuracy  # 0.84-0.94 by seed
 
 
@@ -414,8 +413,8 @@ def lexicon_links(source: str, target: str) -> str:
     return " ".join(links)
 
 
-CORPUS = ["data.name=synthetic", "data.sha256=null", "data.url=https://example.org/anki/toy-eng.zip",
-          "data.member=toy.txt", "data.valid_size=20", "data.test_size=20",
+CORPUS = ["data.name=synthetic", "data.source.sha256=null", "data.source.url=https://example.org/anki/toy-eng.zip",
+          "data.source.member=toy.txt", "data.valid_size=20", "data.test_size=20",
           "data.src_vocab_size=30", "data.tgt_vocab_size=30", "data.max_len=15",
           "data.max_tokens=200", "alignment=guided"]  # fmt: skip
 
@@ -484,8 +483,8 @@ def test_two_gloo_ranks_guided_train_like_one_process_accumulating(tmp_path):
     common = TINY_TOY + [f"data.root={tmp_path / 'data'}", "trainer.max_steps=2",
                          "trainer.valid_every=2", "trainer.test_search.beam_size=1",
                          "decoder.dropout=0", "model.embed_dropout=0", "alignment=guided",
-                         "data.toy_valid_size=8",
-                         "data.toy_test_size=8", "logging.tensorboard=false"]  # fmt: skip
+                         "data.source.valid_size=8",
+                         "data.source.test_size=8", "logging.tensorboard=false"]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     for name, launcher, extra in (("single", [], ["trainer.accumulate=2"]), ("ddp", torchrun, [])):

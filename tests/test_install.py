@@ -95,8 +95,8 @@ def test_the_wheel_installs_no_workshop_module(installed, tmp_path):
 
 
 def test_train_then_translate_from_an_empty_folder(installed, tmp_path):
-    run([str(installed / "seq2seq-train"), "data=toy_copy", "data.toy_train_size=256",
-         "data.toy_valid_size=16", "data.toy_test_size=16", "encoder=gru", "decoder=gru",
+    run([str(installed / "seq2seq-train"), "data=toy_copy", "data.source.train_size=256",
+         "data.source.valid_size=16", "data.source.test_size=16", "encoder=gru", "decoder=gru",
          "attention=additive", "encoder.hidden_size=8", "decoder.hidden_size=16",
          "model.embed_dim=16", "trainer.max_steps=3", "trainer.valid_every=3",
          "trainer.threads=1", "trainer.test_search.beam_size=1", "logging.progress_bar=false",
@@ -117,8 +117,9 @@ def test_prepare_a_corpus_from_a_config_folder_of_the_users_own(installed, tmp_p
     (tmp_path / "myconf" / "data").mkdir(parents=True)
     (tmp_path / "myconf" / "data" / "mine.yaml").write_text(
         "defaults:\n  - base_data\n  - _self_\n"
-        f"name: mine\nkind: parallel\nurl: file://{corpus}\nmember: ''\nsha256: null\n"
-        "num_columns: 2\nsrc_lang: xx\nsrc_column: 0\ntgt_lang: yy\ntgt_column: 1\n"
+        f"name: mine\nsource:\n  name: tabular\n  url: file://{corpus}\n  member: ''\n"
+        "  sha256: null\n  num_columns: 2\n  src_column: 0\n  tgt_column: 1\n"
+        "src_lang: xx\ntgt_lang: yy\n"
         "valid_size: 10\ntest_size: 10\nsrc_vocab_size: 40\ntgt_vocab_size: 40\n",
         encoding="utf-8",
     )
@@ -131,8 +132,8 @@ def test_prepare_a_corpus_from_a_config_folder_of_the_users_own(installed, tmp_p
 # ---------------------------------------------------------------- a score of the user's own
 
 OWN_ATTENTION = (REPO_ROOT / "docs" / "tutorial" / "own-attention.md").read_text(encoding="utf-8")
-TOY_RUN = ["data=toy_copy", "data.toy_train_size=200", "data.toy_valid_size=16",
-           "data.toy_test_size=16", "trainer.max_steps=2", "trainer.valid_every=2",
+TOY_RUN = ["data=toy_copy", "data.source.train_size=200", "data.source.valid_size=16",
+           "data.source.test_size=16", "trainer.max_steps=2", "trainer.valid_every=2",
            "schedule.warmup_steps=1"]  # fmt: skip
 
 

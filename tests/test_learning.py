@@ -62,7 +62,7 @@ def copy_model():
 
 @pytest.mark.slow  # about 70 s; the attention models' own learning tests stay in `make test`
 def test_without_attention_long_sequences_are_clearly_worse(tmp_path):
-    long = ["data.toy_min_len=14", "data.toy_max_len=20", "data.toy_train_size=4000",
+    long = ["data.source.min_len=14", "data.source.max_len=20", "data.source.train_size=4000",
             "trainer.max_steps=400", "trainer.valid_every=400"]  # fmt: skip
     with_attention, data = train_toy(tmp_path / "additive", RNN + long + ["attention=additive"])
     without, data_none = train_toy(tmp_path / "none", RNN + long + ["attention=none"])

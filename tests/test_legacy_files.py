@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from helpers import run_main
 
 from seq2seq.cli import evaluate, export, translate
 
@@ -44,16 +45,6 @@ def expected(name: str) -> str:
 
 def best(run: str) -> Path:
     return SWEEP / run / "checkpoints" / "best.pt"
-
-
-def run_main(main, capsys, *argv: object) -> tuple[int, str, str]:
-    """A command's exit code, stdout and stderr (a usage error's SystemExit included)."""
-    try:
-        code = main([str(arg) for arg in argv])
-    except SystemExit as stop:
-        code = stop.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def one_thread_env() -> dict[str, str]:

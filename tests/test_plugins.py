@@ -60,7 +60,7 @@ class EchoEncoder(RNNEncoder):
 
 
 TOY_SIZES = ["trainer.max_steps=2", "trainer.valid_every=2", "logging.tensorboard=false",
-             "data.toy_train_size=64", "data.toy_valid_size=8", "data.toy_test_size=8"]  # fmt: skip
+             "data.source.train_size=64", "data.source.valid_size=8", "data.source.test_size=8"]  # fmt: skip
 
 
 ECHO_YAML = """\

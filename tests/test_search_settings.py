@@ -11,7 +11,7 @@ from helpers import compose_config
 from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from seq2seq.cli import evaluate, translate
+from seq2seq.cli import common, evaluate, translate
 from seq2seq.config.build import ConfigError
 from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
 from seq2seq.config.value_checks import check_test_search
@@ -60,7 +60,7 @@ def test_the_cli_options_are_the_fields_with_their_defaults(program):
 @pytest.mark.parametrize("program", list(PARSERS))
 def test_settings_from_the_default_options_are_the_default_settings(program):
     args = PARSERS[program]().parse_args(["model.pt"])
-    assert translate.settings_from(args) == SearchSettings()
+    assert common.settings_from(args) == SearchSettings()
 
 
 def test_settings_from_the_options_given():
@@ -76,7 +76,7 @@ def test_settings_from_the_options_given():
         "7",
     ]
     args = translate.build_parser().parse_args(argv)
-    assert translate.settings_from(args) == SearchSettings(
+    assert common.settings_from(args) == SearchSettings(
         beam_size=3, n_best=2, max_len_a=0.5, batch_size=7
     )
 

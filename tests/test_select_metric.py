@@ -14,9 +14,9 @@ from helpers import TINY_TOY, compose_config
 from seq2seq.checkpoint import CheckpointError, load_checkpoint
 from seq2seq.config.build import ConfigError
 from seq2seq.runs.assemble import assemble_trainer, check_startup
-from seq2seq.training.trainer import Progress
+from seq2seq.training.progress import Progress
 
-FAST = ["trainer.valid_every=1", "data.toy_valid_size=16", "logging.tensorboard=false",
+FAST = ["trainer.valid_every=1", "data.source.valid_size=16", "logging.tensorboard=false",
         "optim.lr=0.1"]  # fmt: skip  (lr 0.1: BLEU and TER go up and down within 8 updates)
 PATIENCE = 3
 

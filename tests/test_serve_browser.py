@@ -37,8 +37,8 @@ if CHROMIUM is None:
 from seq2seq.serve.process import running_server  # noqa: E402
 
 LEXICON_TRANSFORMER = [
-    "data=tatoeba_zh_en", "data.name=lexicon", "data.url=https://example.org/anki/toy-eng.zip",
-    "data.member=toy.txt", "data.sha256=null", "data.valid_size=20", "data.test_size=20",
+    "data=tatoeba_zh_en", "data.name=lexicon", "data.source.url=https://example.org/anki/toy-eng.zip",
+    "data.source.member=toy.txt", "data.source.sha256=null", "data.valid_size=20", "data.test_size=20",
     "data.src_vocab_size=30", "data.tgt_vocab_size=30", "data.max_len=20", "data.max_tokens=256",
     "encoder=transformer", "decoder=transformer", "attention=multihead", "model.embed_dim=16",
     "encoder.hidden_size=16", "decoder.hidden_size=16", "encoder.num_layers=2",

@@ -26,7 +26,7 @@ from seq2seq.runs import cluster
 from seq2seq.runs.assemble import train_and_test
 from seq2seq.runs.folder import resolve_resume
 from seq2seq.training import distributed
-from seq2seq.training.trainer import STOP_SIGNALS, StopRequest
+from seq2seq.training.stopping import STOP_SIGNALS, StopRequest
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="the `cluster` extra")
 

@@ -138,15 +138,33 @@ def test_averaged_weights_are_the_mean_of_the_validation_snapshots(tmp_path):
         tmp_path, "avg", ["trainer.max_steps=6", "trainer.valid_every=2", "trainer.average_last=2"]
     )
     assert results["averaged"] is not None and "valid_bleu" in results["averaged"]
-    from seq2seq.training.trainer import Trainer
+    from seq2seq.training.averaging import mean_weights
 
-    class Stub:
-        snapshots = [{"w": torch.tensor([1.0, 3.0]), "n": torch.tensor(7)},
-                     {"w": torch.tensor([3.0, 5.0]), "n": torch.tensor(9)}]  # fmt: skip
-
-    averaged = Trainer.averaged_weights(Stub())
+    snapshots = [{"w": torch.tensor([1.0, 3.0]), "n": torch.tensor(7)},
+                 {"w": torch.tensor([3.0, 5.0]), "n": torch.tensor(9)}]  # fmt: skip
+    averaged = mean_weights(snapshots)
     assert torch.equal(averaged["w"], torch.tensor([2.0, 4.0]))
     assert averaged["n"].item() == 9  # integer buffers are taken from the newest snapshot
+
+
+def test_the_trainer_reads_typed_settings_and_holds_no_config_node(tmp_path):
+    import dataclasses
+
+    from omegaconf import DictConfig, OmegaConf
+
+    from seq2seq.runs.assemble import assemble_trainer
+
+    cfg = compose_config(TINY_TOY + [f"data.root={tmp_path}", "trainer.max_steps=7",
+                                     "data.max_tokens=300", "trainer.patience=4"])  # fmt: skip
+    trainer = assemble_trainer(cfg, tmp_path / "run", observe=False)
+    settings = trainer.settings
+    assert (settings.max_steps, settings.max_tokens, settings.progress_bar) == (7, 300, False)
+    assert trainer.selection.patience == 4 and trainer.sampler.max_tokens == 300
+    assert settings.run_config == OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.max_steps = 8
+    held = [name for name, value in vars(trainer).items() if isinstance(value, DictConfig)]
+    assert held == []
 
 
 def test_a_valid_subset_spreads_over_the_whole_split():
@@ -159,22 +177,33 @@ def test_a_valid_subset_spreads_over_the_whole_split():
 
 
 def test_scheduled_sampling_feeds_back_the_models_own_predictions(tmp_path):
-    from seq2seq.config.build import build_model, plain
-    from seq2seq.data.prepare import prepare
-    from seq2seq.training.logger import RunLogger
-    from seq2seq.training.trainer import Trainer
+    from seq2seq.runs.assemble import assemble_trainer
+    from seq2seq.training.objectives import LossParts, scheduled_inputs
 
     cfg = compose_config(TINY_TOY + [f"data.root={tmp_path}", "trainer.scheduled_sampling=1.0",
                                      "trainer.max_steps=10"])  # fmt: skip
-    data = prepare(plain(cfg.data))
-    model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
-    trainer = Trainer(cfg, model, data, tmp_path, torch.device("cpu"), RunLogger(tmp_path, False))
-    batch = data.train.batch(list(range(8)))
+    trainer = assemble_trainer(cfg, tmp_path / "run", observe=False)
+    model, batch = trainer.model, trainer.data.train.batch(list(range(8)))
+    fed: list[torch.Tensor] = []  # the decoder inputs the objective is given
+
+    class Recorded:
+        def loss(self, model, batch):
+            fed.append(batch.tgt_in)
+            return LossParts(loss=torch.zeros((), requires_grad=True), nll=torch.zeros(()))
+
+    trainer.objective = Recorded()
     trainer.progress.step = 0  # p = 0 at the start: gold inputs
-    assert torch.equal(trainer._scheduled_sampling(batch), batch.tgt_in)
+    trainer.train_step(batch)
+    assert torch.equal(fed[-1], batch.tgt_in)
     trainer.progress.step = 10  # p = 1 at the end: every real input after BOS is a prediction
+    torch.manual_seed(0)
+    trainer.train_step(batch)
+    torch.manual_seed(0)  # the same dropout in the prediction pass
+    assert torch.equal(fed[-1], scheduled_inputs(model, batch, 1.0, trainer.autocast))
+
     model.eval()  # no dropout, so the prediction pass is reproducible here
-    mixed = trainer._scheduled_sampling(batch)
+    assert torch.equal(scheduled_inputs(model, batch, 0.0, trainer.autocast), batch.tgt_in)
+    mixed = scheduled_inputs(model, batch, 1.0, trainer.autocast)
     with torch.no_grad():
         predicted = model(batch.src, batch.src_mask, batch.tgt_in)[0].argmax(-1)[:, :-1]
     real = batch.tgt_in[:, 1:] != 0
@@ -216,7 +245,7 @@ def test_stop_signals_are_caught_only_inside_the_block_and_restored_after():
     import signal
     import threading
 
-    from seq2seq.training.trainer import StopRequest
+    from seq2seq.training.stopping import StopRequest
 
     def previous(signum, frame):
         raise AssertionError("the trainer's handler should be in place")

@@ -21,7 +21,7 @@ from seq2seq.metrics import metric
 
 # A toy run of one update with one validation, without attention (so no alignment images).
 ONE_UPDATE = [
-    "data=toy_reverse", "data.toy_train_size=64", "data.toy_valid_size=4", "data.toy_test_size=4",
+    "data=toy_reverse", "data.source.train_size=64", "data.source.valid_size=4", "data.source.test_size=4",
     "data.max_tokens=256", "encoder=gru", "decoder=gru", "attention=none",
     "encoder.hidden_size=8", "decoder.hidden_size=8", "model.embed_dim=8", "trainer.threads=1",
     "logging.progress_bar=false", "logging.tensorboard=false", "trainer.max_steps=1",

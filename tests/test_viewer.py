@@ -23,8 +23,8 @@ from seq2seq.visualise.probes import probes_for
 from seq2seq.visualise.viewer import embedded_json, viewer_html
 
 TOY = [
-    "data=toy_reverse", "data.toy_train_size=256", "data.toy_valid_size=8",
-    "data.toy_test_size=8", "data.max_tokens=512", "trainer.max_steps=2",
+    "data=toy_reverse", "data.source.train_size=256", "data.source.valid_size=8",
+    "data.source.test_size=8", "data.max_tokens=512", "trainer.max_steps=2",
     "trainer.valid_every=2", "trainer.threads=1", "trainer.test_search.beam_size=1",
     "logging.progress_bar=false", "logging.tensorboard=false",
 ]  # fmt: skip

@@ -32,8 +32,8 @@ if CHROMIUM is None:
     pytest.skip("no chromium on PATH (apt-get install chromium)", allow_module_level=True)
 
 TOY_TRANSFORMER = [
-    "data=toy_reverse", "data.toy_train_size=256", "data.toy_valid_size=8",
-    "data.toy_test_size=8", "data.max_tokens=512", "encoder=transformer",
+    "data=toy_reverse", "data.source.train_size=256", "data.source.valid_size=8",
+    "data.source.test_size=8", "data.max_tokens=512", "encoder=transformer",
     "decoder=transformer", "attention=multihead", "encoder.hidden_size=16",
     "decoder.hidden_size=16", "model.embed_dim=16", "encoder.num_layers=2",
     "decoder.num_layers=2", "encoder.heads=2", "decoder.heads=2", "attention.heads=2",

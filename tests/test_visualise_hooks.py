@@ -1,6 +1,7 @@
-"""The alignment hook writes one image tag per sentence and the accuracy to TensorBoard;
-the AER hook writes AER, precision and recall on the valid part of the gold set. Both are
-registered hooks (`validation_hooks` makes a run's) and report their metric."""
+"""The alignment hook (`seq2seq.visualise.hooks`) writes one image tag per sentence and the
+accuracy to TensorBoard; the AER hook (`seq2seq.align.aer_hook`) writes AER, precision and
+recall on the valid part of the gold set. Both are registered hooks (`validation_hooks`
+makes a run's, the AER hook first) and report their metric."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ import torch
 from helpers import TINY_TOY, compose_config
 from tensorboard.backend.event_processing.event_accumulator import IMAGES, EventAccumulator
 
+from seq2seq.align.aer_hook import AER_TAGS, CHOSEN_TAGS, GUIDED_TAG, AerHook, aer_hooks
 from seq2seq.align.defaults import HeadMark
 from seq2seq.align.extract import AlignSettings, Sentence
 from seq2seq.align.gold import as_in_corpus, gold_set
+from seq2seq.align.model_aer import GoldExample
 from seq2seq.align.pharaoh import Links
 from seq2seq.align.words import piece_words, words
 from seq2seq.config.build import build_model, plain
@@ -32,17 +35,11 @@ from seq2seq.training.hooks import ValidationContext, produced_metrics, validati
 from seq2seq.training.logger import RunLogger
 from seq2seq.visualise.hooks import (
     ACCURACY_TAG,
-    AER_TAGS,
-    CHOSEN_TAGS,
-    GUIDED_TAG,
     SAMPLE_MAX_PIECES,
     SAMPLE_SHOWN,
     TOY_SHOWN,
-    AerHook,
     AlignmentHook,
-    GoldExample,
     ShownSentence,
-    aer_hooks,
     heads_tag,
     image_tag,
     probe_hook,
@@ -214,8 +211,8 @@ def korean_corpus(path, count: int = 240) -> None:
 def test_a_pair_without_probes_shows_short_valid_sentences_without_accuracy(tmp_path, caplog):
     korean_corpus(tmp_path / "kor.txt")
     overrides = ["data=tatoeba_zh_en", "data.name=tatoeba_ko_en", "data.src_lang=ko",
-                 f"data.url={(tmp_path / 'kor.txt').as_uri()}", "data.member=''",
-                 "data.sha256=null", f"data.root={tmp_path / 'data'}", "data.valid_size=30",
+                 f"data.source.url={(tmp_path / 'kor.txt').as_uri()}", "data.source.member=''",
+                 "data.source.sha256=null", f"data.root={tmp_path / 'data'}", "data.valid_size=30",
                  "data.test_size=30", "data.vocab_cap=true"]  # fmt: skip
     cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
     assert probes_for("ko", "en") == [] and cfg.logging.probe_file is None
@@ -332,7 +329,8 @@ def test_english_to_chinese_scores_the_swapped_gold_set():
 
 def test_no_aer_hook_without_attention_or_for_toy_data():
     overrides = ["data=tatoeba_zh_en", "attention=none"]
-    assert validation_hooks(compose_config(TINY_TOY + overrides), data=None) == []
+    model = [o for o in TINY_TOY if not o.startswith("data")]  # the toy source's options aside
+    assert validation_hooks(compose_config(model + overrides), data=None) == []
     toy = compose_config(TINY_TOY + ["data.src_lang=zh", "data.tgt_lang=en"])
     (hook,) = validation_hooks(toy, prepare(plain(toy.data)))  # its own accuracy only
     assert isinstance(hook, AlignmentHook)

@@ -19,8 +19,8 @@ from seq2seq.runs.assemble import train_and_test
 from seq2seq.visualise.hooks import ACCURACY_TAG
 
 FAST_TOY = [
-    "data.toy_train_size=2000",
-    "data.toy_valid_size=64",
+    "data.source.train_size=2000",
+    "data.source.valid_size=64",
     "optim.lr=3e-3",
     "schedule.warmup_steps=100",
     "trainer.log_every=100",

@@ -6,3 +6,5 @@ site's generators and the docs-block checker (`tools.site`) and the service's lo
 contract in pyproject.toml). The wheel does not install this folder: run its scripts from a
 checkout (`scripts/`, `make bench`), where the repository root is importable.
 """
+
+import seq2seq.built_ins  # noqa: F401  (registers the built-in components the tools look up)

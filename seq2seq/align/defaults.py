@@ -7,7 +7,7 @@ In this order:
    head it was taught to;
 2. chosen: else the layer and head that training found to have the lowest AER on the
    valid gold pairs at the validation that wrote the checkpoint (`alignment_choice`, see
-   `seq2seq.visualise.hooks.AerHook`);
+   `seq2seq.align.aer_hook.AerHook`);
 3. else the last layer's head mean (`AlignSettings()`).
 
 Layers and heads are counted from 0, as `seq2seq-align --layer L --head H` takes them.

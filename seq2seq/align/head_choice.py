@@ -1,10 +1,11 @@
-"""Which attention reads best as an alignment: every layer's heads and head mean, scored
-on gold links from one teacher-forced pass.
+"""Which attention reads best as an alignment: the candidates (every layer's heads and head
+mean), their links from one product per pair, and the one with the lowest AER.
 
 Heads differ in how well their attention aligns words (Garg et al. 2019 find one head of
 the penultimate layer best; Voita et al. 2019 tell heads apart by role), so the layer and
 head are chosen where gold links exist: the candidate with the lowest AER (Och & Ney 2003)
-over the pairs. Every candidate uses the same extraction (`AlignSettings.extract`,
+over the pairs, each candidate's counts summed by `seq2seq.align.model_aer.GoldAttention.
+head_scores`. Every candidate uses the same extraction (`AlignSettings.extract`,
 `threshold`) as `links_from_attention`; the word weights of all candidates of one pair come
 from one product (`word_weights` keeps leading dimensions):
 
@@ -26,7 +27,7 @@ import torch
 from seq2seq.align.extract import AlignSettings, Sentence, extract_links, word_weights
 from seq2seq.align.pharaoh import Links
 from seq2seq.align.words import piece_words, words
-from seq2seq.metrics.aer import AlignmentCounts, pair_counts
+from seq2seq.metrics.aer import AlignmentCounts
 
 
 @dataclass(frozen=True)
@@ -70,25 +71,6 @@ def candidate_links(
         extract_links(word_matrix[one.layer, heads if one.head is None else one.head], covered, one)
         for one in settings
     ]
-
-
-def score_heads(
-    attentions: Sequence[torch.Tensor],
-    pairs: Sequence[tuple[Sentence, Sentence]],
-    gold: Sequence[Links],
-    base: AlignSettings | None = None,
-) -> list[HeadScore]:
-    """Every candidate's counts (`candidates`, in their order) over the pairs, from each
-    pair's attention (layers, heads, tgt_len, src_len); [] without pairs."""
-    if not attentions:
-        return []
-    layers, heads = attentions[0].shape[:2]
-    settings = candidates(layers, heads, base)
-    totals = [AlignmentCounts()] * len(settings)
-    for attention, (source, target), links in zip(attentions, pairs, gold, strict=True):
-        found = candidate_links(attention, source, target, settings)
-        totals = [total + pair_counts(one, links) for total, one in zip(totals, found)]
-    return [HeadScore(one, counts) for one, counts in zip(settings, totals)]
 
 
 def lowest_aer(scores: Sequence[HeadScore]) -> HeadScore | None:

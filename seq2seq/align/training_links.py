@@ -51,6 +51,7 @@ from seq2seq.align.words import piece_words, words
 from seq2seq.config.build import ConfigError
 from seq2seq.data.batching import ParallelData
 from seq2seq.data.links import GuidedSplit, PieceLinks, cached_links, stored_rows
+from seq2seq.data.settings import source_name
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.data.toy import gold_alignment
 
@@ -186,16 +187,16 @@ def links_origin(data_cfg: Mapping[str, Any]) -> str:
     """Where the links come from, in words, for the log."""
     if data_cfg.get("alignments") is not None:
         return f"data.alignments={data_cfg['alignments']}"
-    if data_cfg.get("kind") == "toy":
-        return f"the toy task {data_cfg.get('toy_task')}'s known alignment"
+    if source_name(data_cfg) == "toy":
+        return f"the toy task {data_cfg['source']['task']}'s known alignment"
     return f"eflomal {eflomal_version()} ({SYMMETRISATION})"
 
 
 def training_links(data_cfg: Mapping[str, Any], data: Any) -> PieceLinks:
     """The piece links of each example of `data.train`, cached in the prepared folder."""
     split = data.train
-    if data_cfg.get("alignments") is None and data_cfg.get("kind") == "toy":
-        return PieceLinks.from_lists(toy_piece_links(str(data_cfg.get("toy_task")), split))
+    if data_cfg.get("alignments") is None and source_name(data_cfg) == "toy":
+        return PieceLinks.from_lists(toy_piece_links(str(data_cfg["source"]["task"]), split))
     source, make = links_source(data_cfg, data)
     if data.folder is None:  # data in memory: nothing is written
         return PieceLinks.from_lists(make())
@@ -261,5 +262,5 @@ def check_links_source(cfg: Mapping[str, Any]) -> None:
         if not Path(path).is_file():
             raise ConfigError(f"data.alignments={path}: no such file (a Pharaoh file of links)")
         return
-    if data.get("kind") != "toy" and eflomal_version() is None:
+    if source_name(data) != "toy" and eflomal_version() is None:
         raise ConfigError(NO_LINKS)

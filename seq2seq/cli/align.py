@@ -48,14 +48,14 @@ from seq2seq.align.extract import EXTRACTIONS, AlignmentError, AlignSettings, al
 from seq2seq.align.pharaoh import Links, check_links_fit, parse_lines, write_links
 from seq2seq.align.symmetric import DEFAULT_SYMMETRISATION, SYMMETRISATIONS, symmetric_pairs
 from seq2seq.align.words import words
-from seq2seq.cli.options import OneLineParser, check_output_files, device
-from seq2seq.cli.translate import (
+from seq2seq.cli.common import (
     InputError,
     load_translator,
     one_line,
     plugin_argument,
     read_text_lines,
 )
+from seq2seq.cli.options import OneLineParser, check_output_files, device
 from seq2seq.metrics.aer import AlignmentCounts, corpus_counts
 from seq2seq.output_folders import OutputPlaceError, writing_file
 

@@ -7,7 +7,8 @@ so the word is optional. The config is `configs/data_only.yaml` with one `config
 `seq2seq-data synth PAIRS OUTPUT [--data NAME|FILE.yaml] [--root DIR]` writes a synthetic
 corpus of PAIRS pairs built from a data config's corpus (`seq2seq.data.synth`: every pair
 repeated with its copy number appended to both sides), to measure preparation at scale;
-prepare it with `data.url=file://<OUTPUT> data.member="" data.sha256=null data.name=...`.
+prepare it with `data.source.url=file://<OUTPUT> data.source.member="" data.source.sha256=null
+data.name=...`.
 
 `seq2seq-data verify data=<name> [data.name=... data.root=...]` reads every file of every
 preparation recorded in `<root>/prepared/<name>/` whole and compares its sha256 with the
@@ -180,13 +181,17 @@ def synth_main(argv: list[str]) -> None:
     try:
         check_output_file(args.output, "OUTPUT")  # before the corpus is fetched and read
         cfg = DataConfig.from_mapping({**data_preset(args.data), "root": args.root})
-        if cfg.kind != "parallel":
-            raise PresetError(f"--data {args.data}: a corpus config is needed, not kind={cfg.kind}")
-        path = fetch(cfg.url, cfg.member or None, root=Path(cfg.root), sha256=cfg.sha256)
+        if cfg.source_name != "tabular":
+            raise PresetError(
+                f"--data {args.data}: a tab-separated corpus config is needed (data.source."
+                f"name=tabular), not data.source.name={cfg.source_name}"
+            )
+        corpus = cfg.source_options
+        path = fetch(corpus.url, corpus.member or None, root=Path(cfg.root), sha256=corpus.sha256)
         lines = source_lines(
-            path, cfg.member or None, cfg.src_column, cfg.tgt_column, cfg.num_columns
+            path, corpus.member or None, corpus.src_column, corpus.tgt_column, corpus.num_columns
         )
-        write_output(args.output, lines, args.pairs, cfg)
+        write_output(args.output, lines, args.pairs, corpus)
     except (ValueError, FetchError, OSError) as error:  # PresetError, CorpusError: ValueErrors
         user_error(error)
     print(
@@ -194,10 +199,11 @@ def synth_main(argv: list[str]) -> None:
     )
 
 
-def write_output(output: Path, lines: list[list[str]], pairs: int, cfg: DataConfig) -> None:
-    """`write_synthetic` (whole or not at all); an OSError is one line naming OUTPUT."""
+def write_output(output: Path, lines: list[list[str]], pairs: int, corpus: Any) -> None:
+    """`write_synthetic` (whole or not at all) in the columns of `corpus` (the tabular
+    source's options); an OSError is one line naming OUTPUT."""
     try:
-        write_synthetic(output, lines, pairs, cfg.src_column, cfg.tgt_column)
+        write_synthetic(output, lines, pairs, corpus.src_column, corpus.tgt_column)
     except OSError as error:
         raise OutputPlaceError(
             f"OUTPUT {output}: cannot be written ({error.strerror or error})"

@@ -33,15 +33,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from seq2seq.cli.translate import (
+from seq2seq.cli.common import (
     InputError,
-    OneLineParser,
     checked_settings,
     load_translator,
     one_line,
     read_text_lines,
     search_arguments,
 )
+from seq2seq.cli.options import OneLineParser
 from seq2seq.config.build import plain
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import FetchError

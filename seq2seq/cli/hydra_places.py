@@ -16,12 +16,21 @@ read by Hydra's own loader, which expands aliases and opens files as UTF-8 whate
 hold (a preset saved as UTF-16 ended in a UnicodeDecodeError traceback). `check_config_folders`
 reads each of their YAML files first, within bounds (`seq2seq.bounded_files.read_yaml`:
 size, aliases, depth, encoding), through the bounded walk (`seq2seq.folder_walk`), and
-refuses the first bad one in one line with exit code 2, before Hydra reads anything.
+refuses the first bad one in one line with exit code 2, before Hydra reads anything. A data
+config among them written for the layout before `data.source` (`kind: parallel`, `url:`,
+`toy_task:` ...) is refused the same way, the line naming the file, the old key and the new.
+
+An old data key on the command line (`data.toy_train_size=512`, `data.kind=parallel`, as a
+run folder's `.hydra/overrides.yaml` holds it) is renamed before Hydra composes
+(`seq2seq.config.stored.renamed_override`), with one line on stderr naming the new key:
+
+    seq2seq-train: data.toy_train_size is now data.source.train_size; using it
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +42,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from seq2seq.bounded_files import StructuredFileError, read_yaml
+from seq2seq.config.stored import renamed_override
+from seq2seq.data.settings import moved_key
 from seq2seq.folder_walk import walk_folders
 from seq2seq.output_folders import OutputPlaceError, check_output_place
 
@@ -48,7 +59,9 @@ def run_hydra_app(app: Callable[[], Any], program: str) -> Any:
     """Run the Hydra app `app` so that Hydra's own errors (an override of the wrong type
     `trainer.threads=abc`, an unknown key, a missing preset) are one line on stderr with
     exit code 2, not Hydra's five-line report with exit code 1. Hydra raises them instead of
-    reporting them when HYDRA_FULL_ERROR=1; a user who set it gets Hydra's traceback."""
+    reporting them when HYDRA_FULL_ERROR=1; a user who set it gets Hydra's traceback. Old
+    data keys on the command line are renamed first (`renamed_overrides`)."""
+    sys.argv[1:] = renamed_overrides(sys.argv[1:], program)
     if os.environ.get(FULL_ERROR) == "1" and os.environ.get(ONE_LINE_MARK) != "1":
         return app()
     before = {name: os.environ.get(name) for name in (FULL_ERROR, ONE_LINE_MARK)}
@@ -66,6 +79,18 @@ def run_hydra_app(app: Callable[[], Any], program: str) -> Any:
                 os.environ[name] = value
 
 
+def renamed_overrides(arguments: list[str], program: str) -> list[str]:
+    """The command line with each old data key in its current name, one line on stderr
+    for each renamed (module docstring)."""
+    renamed = []
+    for argument in arguments:
+        new, said = renamed_override(argument)
+        if said is not None:
+            print(f"{program}: {said}", file=sys.stderr)
+        renamed.append(new)
+    return renamed
+
+
 def hydra_message(error: BaseException) -> str:
     """Hydra's error and the first line of its OmegaConf cause, on one line."""
     parts = [str(error).strip()]
@@ -73,7 +98,15 @@ def hydra_message(error: BaseException) -> str:
     if isinstance(cause, OmegaConfBaseException) and str(cause).strip():
         parts.append(str(cause).strip().splitlines()[0])
     text = ": ".join(dict.fromkeys(" ".join(part.split()) for part in parts if part))
-    return text or type(error).__name__
+    return (text + moved_key_hint(text)) or type(error).__name__
+
+
+def moved_key_hint(text: str) -> str:
+    """`; data.kind is now data.source.name` when Hydra's error is about an old data key
+    (a preset found through `hydra.searchpath`, which `check_config_folders` does not read)."""
+    found = re.search(r"Key '(\w+)' not in 'DataConfig'", text)
+    new = moved_key(found[1]) if found else None
+    return f"; data.{found[1]} is now {new}" if new else ""
 
 
 def config_folders(argv: list[str], keys: tuple[str, ...] = ()) -> list[str]:
@@ -106,11 +139,26 @@ def check_config_folders(argv: list[str], program: str, keys: tuple[str, ...] = 
         files = [file for file in walk.files if file.suffix in (".yaml", ".yml")]
         try:
             for file in files:
-                read_yaml(file)
-        except (StructuredFileError, OSError) as error:
+                check_data_keys(file, read_yaml(file), in_data_group=file.parent.name == "data")
+        except (StructuredFileError, OSError, ValueError) as error:
             message = " ".join(str(error).split()) or type(error).__name__
             print(f"{program}: {message}", file=sys.stderr)
             raise SystemExit(USER_ERROR_EXIT) from None
+
+
+def check_data_keys(file: Path, values: Any, *, in_data_group: bool) -> None:
+    """ValueError naming the file, the key and its new name for an old data key: a key of
+    a data config (a file of the `data` group), or of the `data` node of another config."""
+    if not isinstance(values, dict):
+        return
+    data = values if in_data_group else values.get("data")
+    for key in data if isinstance(data, dict) else ():
+        new = moved_key(str(key))
+        if new is not None:
+            raise ValueError(
+                f"{file}: data.{key} is a key of the data config before data.source; it is "
+                f"now {new} (see configs/data/*.yaml)"
+            )
 
 
 class OutputPlaceCheck(Callback):

@@ -147,6 +147,13 @@ class AlignmentConfig:
     shift: int | None = 0
 
 
+def is_guided(cfg: Any) -> bool:
+    """Whether a run's config (a DictConfig or a mapping) trains with guided alignment: an
+    `alignment` node with `guided: true` (`alignment=guided`)."""
+    alignment = cfg.get("alignment")
+    return alignment is not None and bool(alignment.get("guided"))
+
+
 @dataclass
 class LoggingConfig:
     tensorboard: bool = True

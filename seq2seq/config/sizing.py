@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from seq2seq import registry
 from seq2seq.config.build import ConfigError, allowed_target, build_model, count_parameters
 from seq2seq.config.schema import ModelConfig
 from seq2seq.data.settings import DataConfig
@@ -40,6 +41,7 @@ from seq2seq.data.tokenizer import SymbolTokenizer
 EXACT_LAYERS = 4
 # Sections whose integer values change the model's size; the layer stacks among them.
 SIZE_SECTIONS = ("model", "encoder", "decoder", "attention")
+TOY_VOCAB_KEY = "data.source.vocab_size"  # the toy tasks' symbols
 STACKS = ("encoder", "decoder")
 BYTES_PER_ELEMENT = 4  # float32 weights
 # A checkpoint's recomputed buffers may exceed its stored weights up to this many elements
@@ -81,9 +83,9 @@ class ModelSize:
 def configured_vocabulary(data: DataConfig) -> Vocabulary:
     """The vocabulary sizes a run's data settings ask for, known before any data is read:
     the toy tasks' symbols, or the sentencepiece sizes (an upper bound of what is made)."""
-    if data.kind == "toy":
-        size = SymbolTokenizer(data.toy_vocab_size).vocab_size
-        return Vocabulary(size, size, "data.toy_vocab_size", "data.toy_vocab_size")
+    if data.source_name == "toy":
+        size = SymbolTokenizer(data.source_options.vocab_size).vocab_size
+        return Vocabulary(size, size, TOY_VOCAB_KEY, TOY_VOCAB_KEY)
     if data.joint_vocab:
         size = data.src_vocab_size
         return Vocabulary(size, size, "data.src_vocab_size", "data.src_vocab_size")
@@ -230,6 +232,9 @@ def _schema_defaults(section: str, node: Any) -> dict[str, Any]:
 
 
 def _vocab_default(key: str) -> int | None:
+    """The default of a key that sets a vocabulary size (`data.src_vocab_size`, ...)."""
+    if key == TOY_VOCAB_KEY:
+        return registry.get("source", "toy").options.vocab_size
     return getattr(DataConfig, key.removeprefix("data."), None)
 
 

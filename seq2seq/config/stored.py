@@ -20,11 +20,21 @@ accepted only when:
   options dataclasses. A checkpoint written before a section existed (`alignment`) gets
   that section's defaults.
 
-A checkpoint (or a run's `config.yaml`) written before each score and region had its own
-options holds them flat beside the names (`score: local`, `window: 3`, `local_mode`, ...):
-`current_layout` moves the keys the chosen score and region read into their nodes
-(`region: {name: local, window: 3, mode: ...}`) and drops the others, which no component
-read, before anything is checked.
+Every migration of a config written by older code is here, applied to a checkpoint's
+config, to a run folder's `.hydra/config.yaml` (`seq2seq.study.reading`) and to the old keys
+of a command line (`seq2seq.cli.hydra_places`), before anything is checked:
+
+- before each score and region had its own options, they were flat beside the names
+  (`score: local`, `window: 3`, `local_mode`, ...): `migrate_flat_attention` moves the keys
+  the chosen score and region read into their nodes (`region: {name: local, window: 3,
+  mode: ...}`) and drops the others, which no component read;
+- before each data source had its own options, they were flat in `data` (`kind: parallel`,
+  `url`, `toy_task`, ...): `migrate_flat_data` moves the keys the chosen source reads into
+  its node `data.source` under their new names (`seq2seq.data.settings.MOVED_KEYS`:
+  `source: {name: tabular, url: ...}`, `toy_task` -> `source.task`) and drops the others,
+  which no source read; `renamed_override` renames such a key on a command line.
+
+`current_layout` applies them and completes the nodes (every option).
 
 Every refusal is one `ConfigError` whose message starts with the offending key
 (`encoder.dropout: ...`).
@@ -34,12 +44,14 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
+from seq2seq import registry
 from seq2seq.checkpoint import MAX_PLUGIN_TEXT, MAX_PLUGINS
 from seq2seq.config.build import ConfigError, allowed_target
 from seq2seq.config.schema import (
@@ -52,7 +64,7 @@ from seq2seq.config.schema import (
     nested_build_key,
 )
 from seq2seq.config.value_checks import check_settings, option_nodes
-from seq2seq.data.settings import DataConfig
+from seq2seq.data.settings import MOVED_KEYS, RENAMED_SOURCES, DataConfig, source_node
 
 # Sections merged into one fixed schema; the buildable groups choose theirs by `_target_`.
 FIXED_SCHEMAS: dict[str, type] = {
@@ -76,6 +88,10 @@ FLAT_OPTIONS = {
     ("region", "hard"): {"gumbel_tau": "gumbel_tau"},
     ("region", "local"): {"window": "window", "local_mode": "mode"},
 }
+# A command-line override of a key of `data`: `[+|++|~]data.<key>[=<value>]`.
+OLD_OVERRIDE = re.compile(
+    r"(?P<prefix>~|\+\+|\+)?data\.(?P<key>\w+)(?P<equals>=?)(?P<value>.*)", re.S
+)
 
 
 def validated_config(raw: Any) -> DictConfig:
@@ -100,15 +116,32 @@ def validated_config(raw: Any) -> DictConfig:
 
 
 def current_layout(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """A config (plain data) with its attention in the current layout: flat option keys
-    moved into the score and region nodes (`migrate_flat_attention`), both nodes complete
-    (`settings_checks.option_nodes`; a ConfigError names a bad one)."""
-    config = dict(raw)
+    """A config (plain data) in the current layout (`migrated_layout`), the attention's
+    score and region nodes and the data's source node complete (`value_checks.option_nodes`,
+    `seq2seq.data.settings.source_node`; a ConfigError names a bad one)."""
+    config = migrated_layout(raw)
     attention = config.get("attention")
     if isinstance(attention, Mapping):
-        attention = migrate_flat_attention(attention)
         config["attention"] = {**attention, **option_nodes(attention)}
+    data = config.get("data")
+    if isinstance(data, Mapping) and "source" in data:
+        try:
+            config["data"] = {**data, "source": source_node(data["source"])}
+        except ValueError as error:  # OptionError
+            raise ConfigError(str(error)) from error
     return config
+
+
+def migrated_layout(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A config (plain data) with every section of an older layout migrated (module
+    docstring), the nodes left as they are written; the other sections as they are."""
+    return {section: migrated_section(str(section), value) for section, value in raw.items()}
+
+
+def migrated_section(section: str, value: Any) -> Any:
+    """One section migrated from an older layout, if it is one (`MIGRATIONS`)."""
+    migrate = MIGRATIONS.get(section)
+    return migrate(value) if migrate is not None and isinstance(value, Mapping) else value
 
 
 def migrate_flat_attention(attention: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,6 +161,58 @@ def migrate_flat_attention(attention: Mapping[str, Any]) -> dict[str, Any]:
             options = {option: flat[old] for old, option in moved.items() if old in flat}
             attention[group] = {"name": name, **options}
     return attention
+
+
+def migrate_flat_data(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A data section of the layout before `data.source` (its source's keys flat beside the
+    others: `kind`, `url`, `toy_task`, ...) in the current one; any other section as it is.
+    The keys the chosen source reads move into its node under their new names
+    (`MOVED_KEYS`), `kind: parallel` naming the source `tabular`; the others are dropped
+    (no source read them). A section with a `source` is not the old layout: it is left for
+    the schema to refuse."""
+    data = dict(data)
+    if "source" in data or not any(key in data for key in MOVED_KEYS):
+        return data
+    old = {key: data.pop(key) for key in MOVED_KEYS if key in data}
+    kind = old.pop("kind", "parallel")
+    name = RENAMED_SOURCES.get(kind, kind) if isinstance(kind, str) else kind
+    options = _source_options(name)
+    node = {"name": name}
+    for key, value in old.items():
+        option = MOVED_KEYS[key].removeprefix("source.")
+        if option in options:
+            node[option] = value
+    return {**data, "source": node}
+
+
+def _source_options(name: Any) -> set[str]:
+    """The option names of the registered source `name`; none for an unknown one."""
+    try:
+        schema = registry.get("source", name).options if isinstance(name, str) else None
+    except registry.UnknownComponent:
+        return set()
+    return {item.name for item in dataclasses.fields(schema)} if schema is not None else set()
+
+
+# The migration of each section that had an older layout (module docstring).
+MIGRATIONS = {"attention": migrate_flat_attention, "data": migrate_flat_data}
+
+
+def renamed_override(override: str) -> tuple[str, str | None]:
+    """A command-line override of an old data key in the current layout, and the line
+    that says so (None, and the override as it is, for any other):
+    `data.toy_train_size=512` -> `data.source.train_size=512`, `data.kind=parallel` ->
+    `data.source.name=tabular` (a sweep's values each)."""
+    match = OLD_OVERRIDE.fullmatch(override)
+    if match is None or match["key"] not in MOVED_KEYS:
+        return override, None
+    key, value = match["key"], match["value"]
+    new_key = f"data.{MOVED_KEYS[key]}"
+    if key == "kind" and value:
+        value = ",".join(RENAMED_SOURCES.get(item, item) for item in value.split(","))
+    renamed = f"{match['prefix'] or ''}{new_key}{match['equals']}{value}"
+    old_text, new_text = (override, renamed) if key == "kind" else (f"data.{key}", new_key)
+    return renamed, f"{old_text.lstrip('+~')} is now {new_text.lstrip('+~')}; using it"
 
 
 def known_sections() -> set[str]:

@@ -16,7 +16,8 @@ The attention's score and region are checked against their own options dataclass
 (`seq2seq.option_rules`, declared beside each class): an unknown name lists the registered
 ones, a key the chosen component lacks names its closest option (`attention.region.windw`),
 a value out of range names its range. `complete_option_nodes(cfg)` also writes the full
-nodes into the config at start-up, so the run's checkpoints store every option.
+nodes into the config at start-up, those of the data's source too (`data.source`), so the
+run's checkpoints store every option.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from seq2seq import registry
 from seq2seq.config.build import ConfigError, plain
 from seq2seq.config.schema import ALIGNMENT_LOSSES
 from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
+from seq2seq.data.settings import source_name, source_node
 from seq2seq.models.attention.options import OPTION_GROUPS, component_node
 from seq2seq.option_rules import OptionError
 
@@ -286,12 +288,14 @@ def check_test_search(values: Mapping[str, Any]) -> None:
 
 def longest_sequence(data: Mapping[str, Any]) -> int | None:
     """The most positions one sequence of a batch takes: `data.max_len` pieces (the toy
-    tasks' `toy_max_len` when shorter) plus the EOS of a source or the BOS of a target."""
+    tasks' `data.source.max_len` when shorter) plus the EOS of a source or the BOS of a
+    target."""
     max_len = data.get("max_len")
     if not is_number(max_len):
         return None
-    toy_max_len = data.get("toy_max_len")
-    if data.get("kind") == "toy" and is_number(toy_max_len):
+    source = data.get("source")
+    toy_max_len = source.get("max_len") if isinstance(source, Mapping) else None
+    if source_name(data) == "toy" and is_number(toy_max_len):
         max_len = min(max_len, toy_max_len)
     return int(max_len) + 1
 
@@ -376,13 +380,20 @@ def option_nodes(attention: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def complete_option_nodes(cfg: DictConfig) -> None:
-    """Replace `attention.score` / `attention.region` of a composed config by their full
-    nodes (`attention.score=dot` → `{name: dot}`, missing options at their defaults), so
-    that what the run stores names every option; ConfigError for a node that is wrong."""
+    """Replace `attention.score` / `attention.region` and `data.source` of a composed
+    config by their full nodes (`attention.score=dot` → `{name: dot}`, missing options at
+    their defaults), so that what the run stores names every option; ConfigError for a
+    node that is wrong."""
     attention = cfg.get("attention")
     if isinstance(attention, DictConfig):
         for group, node in option_nodes(plain(attention)).items():
             attention[group] = node
+    data = cfg.get("data")
+    if isinstance(data, DictConfig) and "source" in data:
+        try:
+            data.source = source_node(plain(data)["source"])
+        except OptionError as error:
+            raise ConfigError(str(error)) from error
 
 
 def _registered(config: Mapping[str, Any], group: str) -> registry.Component | None:

@@ -16,7 +16,7 @@ One module per step, in pipeline order (`prepare.prepare(cfg)` runs them all):
 * `toy`       - copy / reverse tasks with a known alignment
 * `links`     - piece links of the training split (guided alignment), cached, batched
 * `record`    - the record of a finished preparation, so a later start skips the corpus
-* `sources`   - where the pairs come from, one registered source per `data.kind`: a
+* `sources`   - where the pairs come from, one registered source per `data.source`: a
   tab-separated file split by hashes, given text files, the toy tasks (or a plugin's)
 * `prepare`   - the orchestration (looks up the source; the shared pipeline of a corpus
   source), returning `PreparedData`

@@ -3,8 +3,8 @@
 The file is read as a stream, line by line, and each line is decoded on its own, so one
 bad line costs one pair, not the file. A UTF-8 byte-order mark at the start of the file is
 dropped. A line with undecodable bytes, the wrong number of columns or an empty side is
-malformed, and so is a line longer than `max_line_bytes` (`data.max_line_bytes`), which is
-read by chunks and dropped as it streams by, never held whole; a line holding a control
+malformed, and so is a line longer than `max_line_bytes` (`data.source.max_line_bytes`),
+which is read by chunks and dropped as it streams by, never held whole; a line holding a control
 character (a C0 control other than tab, DEL, or a C1 control: U+0000-U+0008,
 U+000A-U+001F, U+007F-U+009F, which includes NUL, a carriage return inside the line and
 NEL) is skipped too, as its text cannot be trusted; both are counted, separately, with
@@ -96,7 +96,7 @@ def read_pairs(
     `max_line_bytes` (a longer line, its b"\\n" not counted, is malformed). Raises
     CorpusError when the share of skipped lines exceeds `max_malformed_share`, when no pair
     is left, or when the zip member is larger than `max_member_bytes`
-    (`data.max_member_bytes`) uncompressed. Holds every pair in memory; `iter_pairs`
+    (`data.source.max_member_bytes`) uncompressed. Holds every pair in memory; `iter_pairs`
     streams them.
     """
     stats = corpus_stats(path, member)
@@ -228,8 +228,8 @@ def _open_member(archive: zipfile.ZipFile, path: Path, member: str | None, max_b
     if size > max_bytes:
         raise CorpusError(
             f"{path}!{member} is {size:,} bytes uncompressed, more than "
-            f"data.max_member_bytes={max_bytes:,}; refused before reading it (raise "
-            "data.max_member_bytes if this file is really the corpus)"
+            f"data.source.max_member_bytes={max_bytes:,}; refused before reading it (raise "
+            "data.source.max_member_bytes if this file is really the corpus)"
         )
     return archive.open(member)
 
@@ -279,8 +279,8 @@ def warn_skipped(stats: CorpusStats, max_line_bytes: int) -> None:
         )
     if stats.long_lines:
         log.warning(
-            "%s: %d of the malformed line(s) are longer than data.max_line_bytes=%s bytes "
-            "(dropped as they were read, never held whole), at line(s) %s",
+            "%s: %d of the malformed line(s) are longer than data.source.max_line_bytes=%s "
+            "bytes (dropped as they were read, never held whole), at line(s) %s",
             stats.source,
             len(stats.long_lines),
             f"{max_line_bytes:,}",
@@ -302,8 +302,8 @@ def check_malformed(stats: CorpusStats, max_share: float, kept: int) -> None:
     if stats.malformed_share > max_share:
         raise CorpusError(
             f"{stats.source}: {stats.skipped} of {stats.lines_read} lines are malformed or hold "
-            f"control characters (more than data.max_malformed_share={max_share}); this looks "
-            "like the wrong file"
+            f"control characters (more than data.source.max_malformed_share={max_share}); this "
+            "looks like the wrong file"
         )
     if kept == 0:
         raise CorpusError(f"{stats.source}: no sentence pair found; this looks like the wrong file")

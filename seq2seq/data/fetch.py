@@ -6,13 +6,13 @@ can state exactly which version of a corpus (whose public copy changes) it used.
 
 Nothing partial or unverified is kept: a download is streamed into a temporary file and
 renamed into place only once its length matches the server's Content-Length and its
-sha256 matches `data.sha256` when that pins one. An earlier copy whose bytes no longer
-match its manifest is refused, with both hashes and the files to delete. A new copy (from
-the mirror, or downloaded again) whose content differs from what the manifest it replaces
-recorded is accepted when `data.sha256` is null, as documented, with one warning naming
-both hashes, so that runs on the old and the new content can be told apart. `raw/` is locked
-(an advisory `flock`, where the platform has one) while a file is fetched, so parallel
-runs fetch it once.
+sha256 matches `data.source.sha256` when that pins one. An earlier copy whose bytes no
+longer match its manifest is refused, with both hashes and the files to delete. A new copy
+(from the mirror, or downloaded again) whose content differs from what the manifest it
+replaces recorded is accepted when `data.source.sha256` is null, as documented, with one
+warning naming both hashes, so that runs on the old and the new content can be told apart.
+`raw/` is locked (an advisory `flock`, where the platform has one) while a file is
+fetched, so parallel runs fetch it once.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def fetch_verified(
     Looks, in order, in the mirror folder (`mirror`, else the `SEQ2SEQ_DATA_MIRROR`
     environment variable), for an earlier copy in `<root>/raw/`, and finally downloads.
     When `member` is given the file must be a zip holding it. When `sha256` is given
-    (`data.sha256`), a file with other content is refused, whichever way it came.
+    (`data.source.sha256`), a file with other content is refused, whichever way it came.
     """
     name = file_name_from_url(url)
     raw = Path(root) / "raw"
@@ -158,14 +158,15 @@ def _copy_from_mirror(mirror_file: Path, target: Path, pinned: str | None) -> st
 def _write_manifest_of_copy(
     target: Path, source: str, digest: str, *, previous: str | None, pinned: str | None
 ) -> None:
-    """`write_manifest` for a new copy of `target`; first, when `data.sha256` is null and the
-    manifest replaced recorded other content (`previous`), one warning with both hashes."""
+    """`write_manifest` for a new copy of `target`; first, when `data.source.sha256` is null
+    and the manifest replaced recorded other content (`previous`), one warning with both
+    hashes."""
     if pinned is None and previous is not None and previous != digest:
         log.warning(
             "%s changed: its manifest recorded sha256 %s, the new copy from %s has sha256 %s. "
-            "Accepted, as data.sha256 is null (any content); runs prepared before used the "
-            "other content. data.sha256 pins the content: set data.sha256=%s to refuse any "
-            "other.",
+            "Accepted, as data.source.sha256 is null (any content); runs prepared before used "
+            "the other content. data.source.sha256 pins the content: set data.source.sha256=%s "
+            "to refuse any other.",
             target,
             previous,
             source,
@@ -182,8 +183,8 @@ def _same_file(other: Path, target: Path, target_sha256: str) -> bool:
 
 
 def _check_earlier_copy(target: Path, pinned: str | None) -> str:
-    """Refuse an earlier copy whose bytes differ from its manifest (or from `data.sha256`);
-    return its sha256."""
+    """Refuse an earlier copy whose bytes differ from its manifest (or from
+    `data.source.sha256`); return its sha256."""
     digest = sha256_of(target)
     if not manifest_path(target).is_file():
         write_manifest(target, source="found in place", sha256=digest)
@@ -219,12 +220,12 @@ def _recorded_sha256(target: Path) -> str | None:
 def _check_pinned(
     target: Path, digest: str, pinned: str | None, source: str, remedy: str = "nothing was kept"
 ) -> None:
-    """FetchError with both hashes when `data.sha256` pins content other than `digest`."""
+    """FetchError with both hashes when `data.source.sha256` pins content other than `digest`."""
     if pinned is None or digest == pinned:
         return
     raise FetchError(
-        f"{source} of {target.name} has sha256 {digest}, but data.sha256 pins {pinned}: "
-        f"refused ({remedy}). If this other version is wanted, set data.sha256={digest} "
+        f"{source} of {target.name} has sha256 {digest}, but data.source.sha256 pins {pinned}: "
+        f"refused ({remedy}). If this other version is wanted, set data.source.sha256={digest} "
         "(or null to accept any)."
     )
 

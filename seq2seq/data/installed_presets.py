@@ -21,15 +21,13 @@ from omegaconf.errors import OmegaConfBaseException
 
 from seq2seq.bounded_files import StructuredFileError, parse_yaml_text, read_text_bounded
 from seq2seq.configs import config_files
-from seq2seq.data.settings import DataConfig
+from seq2seq.data.settings import DataConfig, moved_key
 
 CONFIG_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # Taken from the checkpoint in split mode: they decide which pairs fall in which split and
 # how the subwords are cut. Everything else in the data section is the user's.
 CHECKPOINT_DATA_FIELDS = (
     "traditional_to_simplified",
-    "max_malformed_share",
-    "max_line_bytes",
     "max_pairs",
     "seed",
     "valid_size",
@@ -42,12 +40,18 @@ CHECKPOINT_DATA_FIELDS = (
     "spm_sample_size",
     "max_tokens",
     "max_len",
-    "toy_vocab_size",
-    "toy_min_len",
-    "toy_max_len",
-    "toy_train_size",
-    "toy_valid_size",
-    "toy_test_size",
+)
+# The same of the source's options, taken when the user's config chooses the checkpoint's
+# source: the reading limits of the corpus sources, the toy tasks' symbols, lengths, sizes.
+CHECKPOINT_SOURCE_OPTIONS = (
+    "max_malformed_share",
+    "max_line_bytes",
+    "vocab_size",
+    "min_len",
+    "max_len",
+    "train_size",
+    "valid_size",
+    "test_size",
 )
 
 
@@ -80,6 +84,7 @@ def _load_preset(path: Path | Traversable) -> dict[str, Any]:
             raise PresetError(f"--data: {path}: not a YAML mapping of data settings")
         node = OmegaConf.create(values)
         node.pop("defaults", None)
+        _refuse_moved_keys(path, node)
         merged = OmegaConf.merge(OmegaConf.structured(DataConfig), node)
         return OmegaConf.to_container(merged, resolve=True)
     except StructuredFileError as error:  # too big, an alias, not YAML: it names the file
@@ -98,11 +103,34 @@ def split_data_config(stored: Mapping[str, Any], name: str | None, root: Path) -
                 f"{stored[key]!r}"
             )
     values.update({key: stored[key] for key in CHECKPOINT_DATA_FIELDS if key in stored})
+    values["source"] = _split_source(values["source"], stored.get("source"))
     values["root"] = str(root)
     try:
         return DataConfig.from_mapping(values)
     except ValueError as error:
         raise PresetError(str(error)) from error
+
+
+def _split_source(chosen: Any, stored: Any) -> Any:
+    """The user's source node, with the checkpoint's CHECKPOINT_SOURCE_OPTIONS when both
+    choose the same source."""
+    chosen = {"name": chosen} if isinstance(chosen, str) else chosen
+    if not isinstance(chosen, Mapping) or not isinstance(stored, Mapping):
+        return chosen
+    if chosen.get("name") != stored.get("name"):
+        return chosen
+    taken = {key: stored[key] for key in CHECKPOINT_SOURCE_OPTIONS if key in stored}
+    return {**chosen, **taken}
+
+
+def _refuse_moved_keys(path: Path | Traversable, node: Any) -> None:
+    """PresetError naming the new key for a key of the layout before `data.source`."""
+    for key in node:
+        if moved_key(str(key)) is not None:
+            raise PresetError(
+                f"--data: {path}: data.{key} is a key of the data config before data.source; "
+                f"it is now {moved_key(str(key))} (see configs/data/*.yaml)"
+            )
 
 
 def one_line(error: Exception) -> str:

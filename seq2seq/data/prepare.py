@@ -1,9 +1,9 @@
 """`prepare(cfg)`: from a data source to encoded train / valid / test splits.
 
-`data.kind` names the source (`seq2seq.data.sources`, the registry's "source" group), and
+`data.source` names the source (`seq2seq.data.sources`, the registry's "source" group), and
 `prepare` hands the work to it: the toy tasks are generated in memory; a corpus source
 (a tab-separated file split by hashes, or given text files) runs the shared pipeline,
-`prepare_corpus`:
+`CorpusSource.prepare` (`seq2seq.data.sources.base`), with the cache of this module:
 
     locate the corpus (fetch it; a sha256 of its content) -> the source writes the split
     text files of cleaned pairs (the tab-separated source: read and clean as a stream, 32
@@ -59,14 +59,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from seq2seq.data.batching import ParallelData
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.encode import CACHE_FILES, encode_split, open_encoded, remove_cache
-from seq2seq.data.fetch import folder_lock
 from seq2seq.data.links import CACHE_FILES as LINKS_CACHE_FILES
 from seq2seq.data.record import (
     DamagedCacheError,
@@ -74,18 +73,13 @@ from seq2seq.data.record import (
     check_files,
     check_reusable,
     load_record,
-    record_key,
     record_path,
     recorded_files,
-    save_record,
     text_state,
 )
 from seq2seq.data.settings import DataConfig, data_source
 from seq2seq.data.tokenizer import SentenceSample, SubwordTokenizer, TextFiles, Tokenizer
 from seq2seq.output_folders import OutputPlaceError, check_output_place, remove_recognised_folder
-
-if TYPE_CHECKING:
-    from seq2seq.data.sources.base import CorpusSource, LocatedCorpus
 
 log = logging.getLogger(__name__)
 
@@ -136,34 +130,11 @@ class SummaryParts:
 
 def prepare(cfg: DataConfig | Mapping[str, Any]) -> PreparedData:
     """Prepare the data described by `cfg` (a DataConfig, a dict or a DictConfig) with
-    the source its `data.kind` names."""
+    the source its `data.source` names."""
     if not isinstance(cfg, DataConfig):
         cfg = DataConfig.from_mapping(cfg)
     cfg.validate()
-    return data_source(cfg.kind).prepare(cfg)
-
-
-def prepare_corpus(cfg: DataConfig, source: CorpusSource) -> PreparedData:
-    """The shared pipeline of a corpus source (module docstring): the prepared files of
-    `<root>/prepared/<data.name>/`, made or found by their record."""
-    folder = Path(cfg.root) / "prepared" / cfg.name
-    check_data_folder(folder)
-    corpus = source.locate(cfg)
-    key = record_key(cfg, corpus.digest)
-    with folder_lock(folder):
-        remove_stale_temporaries(folder)
-        record = load_record(folder, key)
-        opened = _open_recorded(cfg, folder, record) if record is not None else None
-        if record is None or opened is None:
-            check_data_folder(folder, writing=True)
-            record = _prepare_files(cfg, source, corpus, folder)
-            save_record(folder, key, record)
-            opened = _open(cfg, folder, record)
-        else:
-            log.info("using the prepared files of %s", record_path(folder, key))
-    src_tokenizer, tgt_tokenizer, encoded = opened
-    _warn_if_capped(cfg, src_tokenizer, tgt_tokenizer)
-    return finish(cfg, encoded, src_tokenizer, tgt_tokenizer, folder, record.corpus_summary)
+    return data_source(cfg.source_name).prepare(cfg)
 
 
 class DataPlaceError(CorpusError):
@@ -187,7 +158,7 @@ def check_data_folder(place: Path, *, writing: bool = False) -> None:
 Opened = tuple[SubwordTokenizer, SubwordTokenizer, dict[str, ParallelData]]
 
 
-def _open(cfg: DataConfig, folder: Path, record: PreparationRecord) -> Opened:
+def open_prepared(cfg: DataConfig, folder: Path, record: PreparationRecord) -> Opened:
     """The tokenizers and the encoded splits a record names (train lazily), every id
     checked against its side's vocabulary and every offset for order."""
     src_tokenizer, tgt_tokenizer = _load_tokenizers(cfg, folder, record.models)
@@ -200,7 +171,7 @@ def _open(cfg: DataConfig, folder: Path, record: PreparationRecord) -> Opened:
 
 
 def _open_recorded(cfg: DataConfig, folder: Path, record: PreparationRecord) -> Opened | None:
-    """`_open` once the recorded files match the record (`check_files`), or None when one
+    """`open_prepared` once the recorded files match the record (`check_files`), or None when one
     is damaged: with data.rebuild (the default) a warning names it, it is removed, and the
     preparation runs again from the corpus; with data.rebuild=false DamagedCacheError
     stops, naming it (one line), and nothing is removed."""
@@ -209,7 +180,7 @@ def _open_recorded(cfg: DataConfig, folder: Path, record: PreparationRecord) -> 
         if damaged:
             raise _damaged(cfg, folder, damaged)
         try:
-            return _open(cfg, folder, record)
+            return open_prepared(cfg, folder, record)
         except (OSError, ValueError, KeyError) as error:  # ArrayFileError, SubwordModelError
             raise _damaged(cfg, folder, [(_at_fault(folder, error), str(error))]) from error
     except DamagedCacheError as error:
@@ -223,7 +194,7 @@ def _open_recorded(cfg: DataConfig, folder: Path, record: PreparationRecord) -> 
         return None
 
 
-def _remove_damaged_reusable(cfg: DataConfig, folder: Path) -> None:
+def remove_damaged_reusable(cfg: DataConfig, folder: Path) -> None:
     """Before preparing: a model or an encoding cache that a record of the folder (for
     other settings, or before the key changed) holds another hash for would be reused by
     name; removed with a warning (with data.rebuild=false: DamagedCacheError)."""
@@ -317,15 +288,23 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def _prepare_files(
-    cfg: DataConfig, source: CorpusSource, corpus: LocatedCorpus, folder: Path
+def open_cached(cfg: DataConfig, folder: Path, key: str) -> tuple[PreparationRecord, Opened] | None:
+    """The record of `folder` for `key` and what it names, opened and checked, or None
+    when there is none or a damaged file was removed (`_open_recorded`): prepare again."""
+    record = load_record(folder, key)
+    opened = _open_recorded(cfg, folder, record) if record is not None else None
+    if record is None or opened is None:
+        return None
+    log.info("using the prepared files of %s", record_path(folder, key))
+    return record, opened
+
+
+def encode_splits(
+    cfg: DataConfig, folder: Path, corpus_summary: dict[str, Any]
 ) -> PreparationRecord:
-    """The source's split texts, then train (or reuse) the subword models, encode (or
-    reuse): every file written, and their record."""
+    """After the source wrote the split texts into `folder`: train (or reuse) the subword
+    models, encode (or reuse); the record of every file written."""
     langs = (cfg.src_lang, cfg.tgt_lang)
-    _remove_damaged_reusable(cfg, folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    corpus_summary = source.write_splits(cfg, corpus, folder)
     tokenizers = _subword_tokenizers(cfg, folder)
     workers = _encode_workers(cfg)
     encoded = {}
@@ -415,7 +394,7 @@ def _subword_tokenizer(
     )
 
 
-def _warn_if_capped(cfg: DataConfig, src: Tokenizer, tgt: Tokenizer) -> None:
+def warn_if_capped(cfg: DataConfig, src: Tokenizer, tgt: Tokenizer) -> None:
     """With data.vocab_cap, a warning for each model smaller than its size key asked (a
     joint model: data.src_vocab_size, once)."""
     models = [(src, "src_vocab_size")] + ([] if cfg.joint_vocab else [(tgt, "tgt_vocab_size")])

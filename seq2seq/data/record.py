@@ -4,8 +4,10 @@ Reading, cleaning and splitting a corpus, and hashing its training text for the 
 and encoding caches, each take a pass over the whole corpus: seconds per million pairs.
 A run that finds `prepared_<key>.json` in the folder skips them all: the key covers the
 corpus file's sha256 and every data setting that changes a written file (all of
-DataConfig but the few in `NOT_IN_KEY`), and the record names the files it produced, the
-split text files with their size and modification time. Any of those missing or changed
+DataConfig but the few in `NOT_IN_KEY`, in the layout before `data.source`, so that a
+folder prepared then keeps its record: `seq2seq.data.settings.flat_settings`), and the
+record names the files it produced, the split text files with their size and modification
+time. Any of those missing or changed
 (another setting rewrote `train.zh`, a file was edited) and the record is not used: the
 preparation runs again and writes a new one. The record also keeps the corpus part of the
 summary (lines read, duplicates removed, ...), which only the full pass can count.
@@ -42,14 +44,14 @@ import json
 import logging
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from seq2seq.bounded_files import read_json
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import write_atomically
-from seq2seq.data.settings import DataConfig
+from seq2seq.data.settings import DataConfig, flat_settings
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +60,7 @@ RECORD_FORMAT = 2  # of the record's content: 2 added `format` and `files`
 # Settings that change no prepared file: where files go, batching, the drop / truncation
 # done on loading, the number of encoding processes, the description of the licence, what
 # to do with a damaged cache, the links file of guided alignment (its links have a cache of
-# their own, `seq2seq.data.links`), where the given files of kind=text_pair are (their
+# their own, `seq2seq.data.links`), where the given files of data.source.name=text_pair are (their
 # content is in the key, as the corpus sha256).
 NOT_IN_KEY = frozenset(
     {"name", "root", "licence", "max_tokens", "max_len", "encode_workers", "rebuild", "alignments",
@@ -98,9 +100,9 @@ class PreparationRecord:
 def record_key(cfg: DataConfig, corpus_sha256: str) -> str:
     """Short sha256 of the corpus content and the settings that shape the prepared files."""
     settings = {
-        field.name: getattr(cfg, field.name)
-        for field in fields(cfg)
-        if field.name not in NOT_IN_KEY and not field.name.startswith("toy_")
+        key: value
+        for key, value in flat_settings(cfg).items()  # the layout before data.source
+        if key not in NOT_IN_KEY and not key.startswith("toy_")
     }
     text = json.dumps({"format": FORMAT, "corpus": corpus_sha256, **settings}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -4,28 +4,58 @@ A plain dataclass: Hydra registers it as the schema of the `data` config group, 
 and scripts build it directly with keyword arguments. Invalid values raise a ValueError
 naming the key as it is written on the command line (`data.valid_size must be > 0`).
 
-`data.kind` names the source of the pairs, a component of the registry's "source" group
-(`seq2seq.data.sources`): `parallel` (a tab-separated corpus file or zip member, split by
-hashes), `text_pair` (given train / valid / test files, one sentence a line) or `toy`
-(copy / reverse, generated in memory), or a plugin's. The settings common to every run
-are checked here; each source checks the keys it reads (`DataSource.validate`), with the
-shared corpus checks of `check_corpus_settings`.
+`data.source` says where the pairs come from: a node, the name of a source registered in
+the registry's "source" group (`seq2seq.data.sources`, or a plugin's) and that source's
+options, declared in a dataclass beside its class and completed and checked as an
+attention's score and region are (`seq2seq.option_rules.checked_node`):
+
+    source: {name: tabular, url: ..., member: cmn.txt, src_column: 1, ...}  # split by hashes
+    source: {name: text_pair, train_prefix: ..., valid_prefix: ..., test_prefix: ...}
+    source: {name: toy, task: reverse, vocab_size: 10, min_len: 3, ...}
+
+A bare name (`data.source=toy`) is that source with its default options. The other keys
+are those of the shared pipeline: languages, cleaning, the split, subwords, batching and
+files (each source reads the ones it needs: the toy tasks only the seed, the lengths and
+the batching). They are checked here; each source checks its options and how they fit the
+rest (`DataSource.validate`), with the shared checks of the cleaned corpora
+(`check_corpus_settings`).
+
+Before `data.source` the source's keys were flat in `data` (`data.kind=parallel`,
+`data.url`, `data.toy_task`, ...): `MOVED_KEYS` says where each went.
+`seq2seq.config.stored` migrates old configs with it, and the preparation records of
+prepared folders stay keyed by the old layout (`flat_settings`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from seq2seq import registry
 from seq2seq.data.languages import is_chinese
+from seq2seq.option_rules import checked_node
 
 MODEL_TYPES = ("unigram", "bpe", "char", "word")
 URL_SCHEMES = ("http", "https", "file")
 DEFAULT_MAX_MEMBER_BYTES = 2 << 30  # 2 GiB: Tatoeba's largest pair is a few hundred MB
 DEFAULT_MAX_LINE_BYTES = 1 << 20  # 1 MiB: Tatoeba's longest line is a few hundred bytes
+SOURCE_KEY = "data.source"
+DEFAULT_SOURCE = "tabular"
+# The keys of `data` that moved into the source's node, old -> new (below `data.`).
+MOVED_KEYS = {
+    "kind": "source.name",
+    **{key: f"source.{key}" for key in (
+        "url", "member", "src_column", "tgt_column", "num_columns", "licence", "sha256",
+        "max_member_bytes", "max_line_bytes", "max_malformed_share",
+        "train_prefix", "valid_prefix", "test_prefix",
+    )},
+    **{f"toy_{key}": f"source.{key}" for key in (
+        "task", "vocab_size", "min_len", "max_len", "train_size", "valid_size", "test_size",
+    )},
+}  # fmt: skip
+RENAMED_SOURCES = {"parallel": "tabular"}  # old data.kind -> data.source.name
 
 
 @dataclass
@@ -33,31 +63,16 @@ class DataConfig:
     """Where the corpus comes from, how it is cleaned, split, cut into subwords and batched."""
 
     name: str = "tatoeba_zh_en"  # prepared files go to <root>/prepared/<name>/
-    # the source (seq2seq.data.sources): "parallel" (a downloaded tab-separated corpus) |
-    # "text_pair" (given files, one sentence a line) | "toy" (generated in memory) | a plugin's
-    kind: str = "parallel"
-    # corpus
-    url: str = "https://www.manythings.org/anki/cmn-eng.zip"
-    member: str = "cmn.txt"  # file inside the zip; "" for a plain .txt/.tsv download
+    # where the pairs come from: {name: <source>, <its options>} (module docstring):
+    # tabular (a downloaded tab-separated corpus) | text_pair (given files, one sentence a
+    # line) | toy (generated in memory) | a plugin's
+    source: Any = field(default_factory=lambda: {"name": DEFAULT_SOURCE})
     src_lang: str = "zh"
     tgt_lang: str = "en"
-    src_column: int = 1  # 0-based tab-separated column of the source sentence
-    tgt_column: int = 0
-    num_columns: int = 3  # a line with another number of columns is malformed
-    licence: str = "CC-BY 2.0 France; Tatoeba (tatoeba.org), via manythings.org/anki"
-    sha256: str | None = None  # pin the corpus file: any other content is refused
-    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES  # larger zip members are not read
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES  # a longer line is malformed, never held whole
-    # kind=text_pair: each split's two files, `<prefix>.<src_lang>` and `<prefix>.<tgt_lang>`,
-    # line n of one the translation of line n of the other (the files' splits, not hashed)
-    train_prefix: str | None = None
-    valid_prefix: str | None = None
-    test_prefix: str | None = None
-    # cleaning
+    # cleaning (the corpus sources)
     traditional_to_simplified: bool = False  # OpenCC t2s on the Chinese side only
-    max_malformed_share: float = 0.5  # more malformed lines than this: wrong file, stop
     max_pairs: int | None = None  # keep only the first N clean pairs (quick trials, tests)
-    # split
+    # split (tabular: by hashes; the toy tasks draw their splits from the seed)
     seed: int = 1234
     valid_size: int = 1000
     test_size: int = 1000
@@ -76,17 +91,10 @@ class DataConfig:
     spm_sample_size: int | None = 1_000_000
     # encoding
     encode_workers: int | None = None  # processes encoding a large split; null: the cores (<= 8)
-    # batching
+    # batching: here, beside the corpus, as each data preset sizes the batches of its
+    # sentences (and seq2seq-data's summary counts them); the trainer batches with them
     max_tokens: int = 4096  # batch_size * longest side (with EOS/BOS) never exceeds this
     max_len: int = 100  # longer training pairs (subwords) are dropped, valid/test ids cut
-    # toy tasks
-    toy_task: str = "reverse"  # "copy" | "reverse"
-    toy_vocab_size: int = 10  # number of symbols 'a', 'b', ...
-    toy_min_len: int = 3
-    toy_max_len: int = 12
-    toy_train_size: int = 10000
-    toy_valid_size: int = 500
-    toy_test_size: int = 500
     # guided alignment (alignment=guided): a Pharaoh file of word links, one line per line of
     # the training split (train.<src_lang> of the prepared folder); null: made otherwise
     alignments: str | None = None
@@ -101,8 +109,10 @@ class DataConfig:
         self.validate()
 
     def validate(self) -> None:
-        """Raise ValueError naming the first invalid key."""
-        source = data_source(self.kind)
+        """Complete the source's node (every option, `source_node`) and raise ValueError
+        naming the first invalid key."""
+        self.source = source_node(self.source)
+        source = data_source(self.source_name)
         check_plain_name("data.name", self.name)
         check_positive("max_tokens", self.max_tokens)
         check_positive("max_len", self.max_len)
@@ -115,10 +125,22 @@ class DataConfig:
             raise ValueError("data.alignments must be the path of a Pharaoh file, or null")
         source.validate(self)
 
+    @property
+    def source_name(self) -> str:
+        """The chosen source's registered name (`tabular`, `toy`, ...)."""
+        return self.source["name"]
+
+    @property
+    def source_options(self) -> Any:
+        """The chosen source's options as its options dataclass (`TabularOptions`, ...), or
+        None for a source without options."""
+        schema = registry.get("source", self.source_name).options
+        values = {key: value for key, value in self.source.items() if key != "name"}
+        return None if schema is None else schema(**values)
+
     def check_corpus_settings(self) -> None:
-        """The checks of every source whose text is cleaned and cut into subwords: line
-        limits, languages, conversion, the share of skipped lines, the subword settings."""
-        check_positive("max_line_bytes", self.max_line_bytes)
+        """The checks of every source whose text is cleaned and cut into subwords:
+        languages, conversion, the subword settings."""
         if not self.src_lang or not self.tgt_lang or self.src_lang == self.tgt_lang:
             raise ValueError(
                 "data.src_lang and data.tgt_lang must be non-empty and differ "
@@ -128,10 +150,6 @@ class DataConfig:
             raise ValueError(
                 "data.traditional_to_simplified needs a Chinese side "
                 "(a src_lang or tgt_lang such as zh, cmn or zh-Hant)"
-            )
-        if not 0.0 <= self.max_malformed_share <= 1.0:
-            raise ValueError(
-                f"data.max_malformed_share must be in [0, 1], got {self.max_malformed_share}"
             )
         check_choice("model_type", self.model_type, MODEL_TYPES)
         for key in ("spm_sample_size", "encode_workers"):
@@ -151,18 +169,64 @@ class DataConfig:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> DataConfig:
-        """Build from a dict or an OmegaConf DictConfig; an unknown key is a ValueError."""
+        """Build from a dict or an OmegaConf DictConfig; an unknown key is a ValueError
+        (an old key's names its new one)."""
         known = {field.name for field in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"unknown data config key(s): {', '.join(unknown)}")
+            named = ", ".join(
+                f"{key} (now data.{MOVED_KEYS[key]})" if key in MOVED_KEYS else key
+                for key in unknown
+            )
+            raise ValueError(f"unknown data config key(s): {named}")
         return cls(**{key: values[key] for key in values})
+
+
+def source_node(value: Any) -> dict[str, Any]:
+    """`{name, **options}` of a `data.source` value (a source's name or a node), every
+    option present and checked (`checked_node`); OptionError (a ValueError) naming the key."""
+    choices = {source.name: source.options for source in registry.components("source")}
+    return checked_node(value, SOURCE_KEY, "source", choices)
+
+
+def source_name(data: Any) -> str | None:
+    """The source a data section chooses (`data.source`'s name, or the bare name given),
+    whether it is a DataConfig, a composed DictConfig or plain data; None without one."""
+    node = data.source if isinstance(data, DataConfig) else data.get("source")
+    if isinstance(node, str):
+        return node
+    name = node.get("name") if isinstance(node, Mapping) else None
+    return name if isinstance(name, str) else None
+
+
+def moved_key(key: str) -> str | None:
+    """`data.<new>` for an old key of `data` (`kind` -> `data.source.name`), else None."""
+    return f"data.{MOVED_KEYS[key]}" if key in MOVED_KEYS else None
+
+
+def flat_settings(cfg: DataConfig) -> dict[str, Any]:
+    """The settings in the layout of `data` before `data.source` (`MOVED_KEYS`), which
+    keys the preparation records (`seq2seq.data.record`): a folder prepared before keeps
+    its record. The old corpus keys that the chosen source lacks hold their old defaults
+    (the tabular source's), as they did; an option with no old key is `source.<option>`."""
+    flat = {item.name: getattr(cfg, item.name) for item in fields(cfg) if item.name != "source"}
+    old_names = {new.removeprefix("source."): old for old, new in MOVED_KEYS.items()}
+    tabular = registry.get("source", DEFAULT_SOURCE).options
+    flat |= {old_names[item.name]: item.default for item in fields(tabular)}
+    old_kinds = {new: old for old, new in RENAMED_SOURCES.items()}
+    flat["kind"] = old_kinds.get(cfg.source_name, cfg.source_name)
+    built_in = registry.get("source", cfg.source_name).plugin is None
+    for option, value in cfg.source.items():
+        if option != "name":
+            flat[old_names[option] if built_in else f"source.{option}"] = value
+    return flat
 
 
 def file_name_from_url(url: str) -> str:
     """The file name a corpus URL is saved under: its last path segment, unquoted.
 
-    `https://x.org/anki/cmn-eng.zip` -> `cmn-eng.zip`. Raises ValueError (naming `data.url`)
+    `https://x.org/anki/cmn-eng.zip` -> `cmn-eng.zip`. Raises ValueError (naming
+    `data.source.url`)
     for a scheme other than http, https or file, or when the last segment is not a plain
     file name once unquoted (empty, `.`, `..`, or holding a `/`, `\\` or NUL, as `%2F`
     would), so that the download can never land outside `raw/`.
@@ -170,14 +234,14 @@ def file_name_from_url(url: str) -> str:
     parts = urlsplit(str(url))
     if parts.scheme.lower() not in URL_SCHEMES:
         raise ValueError(
-            f"data.url must start with one of {', '.join(s + '://' for s in URL_SCHEMES)}; "
+            f"data.source.url must start with one of {', '.join(s + '://' for s in URL_SCHEMES)}; "
             f"got {url!r}"
         )
     segment = parts.path.rstrip("/").rsplit("/", 1)[-1]
     name = unquote(segment)
     if not name:
-        raise ValueError(f"data.url must end in a file name, got {url!r}")
-    check_plain_name("data.url", name, f" (the file name {name!r} of {url!r})")
+        raise ValueError(f"data.source.url must end in a file name, got {url!r}")
+    check_plain_name("data.source.url", name, f" (the file name {name!r} of {url!r})")
     return name
 
 
@@ -194,14 +258,25 @@ def check_plain_name(key: str, name: str, context: str = "") -> None:
         )
 
 
-def data_source(kind: str) -> Any:
-    """The source registered for `data.kind` (a `seq2seq.data.sources.DataSource`); a
-    ValueError names data.kind and the registered sources."""
+def data_source(name: str) -> Any:
+    """The source registered as `name` (a `seq2seq.data.sources.DataSource`); a ValueError
+    names data.source.name and the registered sources."""
     try:
-        return registry.get("source", kind).builder()
+        return registry.get("source", name).builder()
     except registry.UnknownComponent:
-        check_choice("kind", kind, registry.names("source"))
+        check_choice("source.name", name, registry.names("source"))
         raise
+
+
+def check_reading_limits(options: Any) -> None:
+    """The limits of a source that reads text files (its options `max_line_bytes` and
+    `max_malformed_share`): a line's bytes > 0, the share of skipped lines in [0, 1]."""
+    check_positive("source.max_line_bytes", options.max_line_bytes)
+    if not 0.0 <= options.max_malformed_share <= 1.0:
+        raise ValueError(
+            "data.source.max_malformed_share must be in [0, 1], got "
+            f"{options.max_malformed_share}"
+        )
 
 
 def check_positive(key: str, value: int) -> None:

@@ -95,5 +95,5 @@ def _draw(
     raise ValueError(
         f"could not draw {count} toy sequences outside the held-out ones: the space of "
         f"{spec.num_symbols} symbols with lengths {spec.min_len}..{spec.max_len} is too small; "
-        "raise data.toy_vocab_size or data.toy_max_len, or lower the split sizes"
+        "raise data.source.vocab_size or data.source.max_len, or lower the split sizes"
     )

@@ -174,7 +174,8 @@ def _check_cross_attention(attention: nn.Module, self_heads: int) -> None:
 
 
 def _family(node: Any) -> str:
-    """`gru` of `seq2seq.models.encoders.GRUEncoder`-like targets, for the refusal line."""
+    """`rnn` of `seq2seq.models.encoders.RNNEncoder` (the target's class, less its part), for
+    the refusal line."""
     target = str(node.get("_target_", "?")).rsplit(".", 1)[-1]
     for suffix in ("Encoder", "Decoder"):
         target = target.removesuffix(suffix)

@@ -42,7 +42,7 @@ For each model it reports:
 * test BLEU (greedy) and alignment quality: on the toy task the share of target symbols
   whose argmax attention is on the anti-diagonal (`toy_alignment_accuracy`), on Tatoeba the
   test AER on the hand-aligned gold pairs (last layer, argmax links,
-  `seq2seq.study.gold_aer.checkpoint_aer`).
+  `seq2seq.align.model_aer.checkpoint_aer`).
 
 The claim holds here when, on every task, REINFORCE's noise-to-signal ratio exceeds
 straight-through's at both measurements, soft's variance is 0, and soft has the lowest mean
@@ -59,6 +59,7 @@ from typing import Any
 import torch
 from matplotlib.figure import Figure
 
+from seq2seq.align.model_aer import checkpoint_aer
 from seq2seq.data.batching import Batch
 from seq2seq.lab.attention_diagnostics import model_at_init
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
@@ -66,7 +67,6 @@ from seq2seq.lab.lab_models import TATOEBA_STEPS, gru_model
 from seq2seq.lab.training import TrainedRun, run_overrides, trained
 from seq2seq.models.attention import Attention
 from seq2seq.runs.metrics_log import read_series
-from seq2seq.study.gold_aer import checkpoint_aer
 from seq2seq.training.loss import sentence_label_smoothed_nll
 from seq2seq.training.reinforce import (
     recording,
@@ -96,9 +96,9 @@ SENTENCES, QUICK_SENTENCES = 32, 16  # the fixed batch's test pairs
 
 TOY = [
     "data=toy_reverse",
-    "data.toy_train_size=4000",
-    "data.toy_valid_size=100",
-    "data.toy_test_size=200",
+    "data.source.train_size=4000",
+    "data.source.valid_size=100",
+    "data.source.test_size=200",
     "data.max_tokens=1024",
     "encoder=gru",
     "decoder=gru",
@@ -113,10 +113,10 @@ TOY = [
 ]
 QUICK_TOY = [
     "data=toy_reverse",
-    "data.toy_train_size=256",
-    "data.toy_valid_size=16",
-    "data.toy_test_size=32",
-    "data.toy_max_len=8",
+    "data.source.train_size=256",
+    "data.source.valid_size=16",
+    "data.source.test_size=32",
+    "data.source.max_len=8",
     "data.max_tokens=256",
     "encoder=gru",
     "decoder=gru",

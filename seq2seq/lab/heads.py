@@ -62,9 +62,9 @@ TATOEBA_TRANSFORMER = [
 # Quick: a 1 + 1-layer, width-32 Transformer with 2 heads everywhere, on the toy reverse task.
 QUICK_TRANSFORMER = [
     "data=toy_reverse",
-    "data.toy_train_size=512",
-    "data.toy_valid_size=32",
-    "data.toy_test_size=32",
+    "data.source.train_size=512",
+    "data.source.valid_size=32",
+    "data.source.test_size=32",
     "data.max_tokens=512",
     "encoder=transformer",
     "decoder=transformer",

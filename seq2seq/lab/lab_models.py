@@ -42,9 +42,9 @@ TINY_GRU_MODEL = [
 ]
 TOY_GRU = [
     "data=toy_reverse",
-    "data.toy_train_size=512",
-    "data.toy_valid_size=32",
-    "data.toy_test_size=32",
+    "data.source.train_size=512",
+    "data.source.valid_size=32",
+    "data.source.test_size=32",
     "data.max_tokens=512",
     *TINY_GRU_MODEL,
 ]

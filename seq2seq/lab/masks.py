@@ -88,9 +88,9 @@ def toy_config(size: Size, context: LabContext):
         ("num_layers", size.layers), ("hidden_size", size.width), ("heads", size.heads),
         ("ff_size", 2 * size.width), ("dropout", 0.0), ("ff_dropout", 0.0))]  # fmt: skip
     return compose_config([
-        "data=toy_reverse", f"data.toy_train_size={size.train_pairs}",
-        f"data.toy_valid_size={size.valid_pairs}", f"data.toy_test_size={size.test_pairs}",
-        f"data.toy_max_len={size.longest}",
+        "data=toy_reverse", f"data.source.train_size={size.train_pairs}",
+        f"data.source.valid_size={size.valid_pairs}", f"data.source.test_size={size.test_pairs}",
+        f"data.source.max_len={size.longest}",
         f"data.max_tokens={size.max_tokens}", f"data.root={context.data_root}",
         "encoder=transformer", "decoder=transformer", "attention=multihead",
         f"attention.heads={size.heads}", f"model.embed_dim={size.width}",

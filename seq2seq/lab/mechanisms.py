@@ -35,7 +35,7 @@ experiments. Then, for each model:
   same rows (`seq2seq.study.alignments.collect_panels`, the code of
   `scripts/compare_alignments.py`, drawn side by side with the CJK font);
 * test AER on the gold pairs' test part, the last layer's head mean, and the layer × head
-  chosen on the valid part (`seq2seq.study.gold_aer.checkpoint_aer`), with test BLEU;
+  chosen on the valid part (`seq2seq.align.model_aer.checkpoint_aer`), with test BLEU;
 * on the gold test pairs, the mean entropy of each target row (the row divided by its sum
   first: local-p rows sum to less than 1) and the share of weights that are exactly zero.
 
@@ -63,6 +63,7 @@ import yaml
 from matplotlib.figure import Figure
 
 from seq2seq import registry
+from seq2seq.align.model_aer import checkpoint_aer, gold_examples
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.configs import config_files
 from seq2seq.data.prepare import prepare
@@ -72,7 +73,6 @@ from seq2seq.lab.training import TrainedRun, trained
 from seq2seq.models.attention.options import attention_choice
 from seq2seq.search.translator import Translator
 from seq2seq.study.alignments import collect_panels
-from seq2seq.study.gold_aer import checkpoint_aer, gold_examples
 from seq2seq.visualise.alignment import teacher_forced_attention, toy_alignment_accuracy
 from seq2seq.visualise.heatmap import draw_comparison
 
@@ -225,7 +225,7 @@ def alignment_quality(
     """(test AER of the head mean, the valid-chosen head and its test AER); at quick size
     (the toy alignment accuracy, "")."""
     if context.quick:
-        task = translator.config.data.toy_task
+        task = translator.config.data.source.task
         return toy_alignment_accuracy(translator.model, pairs, task, translator.device), ""
     gold = checkpoint_aer(run.checkpoint, context.device)
     if gold is None or gold.head_mean.aer is None:

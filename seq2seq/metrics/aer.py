@@ -15,8 +15,9 @@ reported), so long sentences weigh more than short ones. A ratio whose denominat
 
 A sentence's links are anything with `sure` and `possible` sets of (source word, target
 word) pairs, S ⊆ P: `seq2seq.align.pharaoh.Links` (a proposed alignment has only sure
-links, all of them also possible). The metric `aer` (lower is better) is reported by the
-AER hook on the valid part of a hand-aligned gold set (`seq2seq.visualise.hooks`).
+links, all of them also possible). A model's links and counts on a gold set come from
+`seq2seq.align.model_aer`; the metric `aer` (lower is better) is reported by the AER hook on
+the valid part of a hand-aligned gold set (`seq2seq.align.aer_hook`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `Seq2Seq` is composed from parts that know nothing of each other's internals: any encoder
 works with any decoder because the bridge adapts the encoder's output to the decoder's
-width and initial state. `build_model` (in `seq2seq.models.builder`) makes one from config.
+width and initial state. `build_model` (in `seq2seq.config.build`) makes one from config.
 """
 
 from __future__ import annotations

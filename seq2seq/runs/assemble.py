@@ -36,7 +36,14 @@ from seq2seq.checkpoint import (
     plugins_hint,
     tokenizer_payload,
 )
-from seq2seq.config.build import ConfigError, build_model, count_parameters, plain
+from seq2seq.config.build import (
+    ConfigError,
+    build_model,
+    count_parameters,
+    instantiate_part,
+    plain,
+)
+from seq2seq.config.schema import is_guided
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.config.sizing import (
     Vocabulary,
@@ -45,6 +52,7 @@ from seq2seq.config.sizing import (
     configured_vocabulary,
 )
 from seq2seq.config.stored import check_known_keys, current_layout
+from seq2seq.config.training_settings import TrainerSettings
 from seq2seq.config.value_checks import check_machine, check_settings, complete_option_nodes
 from seq2seq.data.prepare import PreparedData, prepare
 from seq2seq.data.settings import DataConfig
@@ -59,10 +67,12 @@ from seq2seq.runs.folder import (
     run_folder_lock,
 )
 from seq2seq.training import distributed
-from seq2seq.training.guided_alignment import resolve_layer
-from seq2seq.training.hooks import validation_hooks
+from seq2seq.training.guided_alignment import Guidance, resolve_layer
+from seq2seq.training.hooks import ValidationHook, validation_hooks
 from seq2seq.training.logger import RunLogger
 from seq2seq.training.memory import keep_freed_memory
+from seq2seq.training.objectives import objective_for
+from seq2seq.training.precision import autocast_for
 from seq2seq.training.trainer import Trainer
 
 log = logging.getLogger(__name__)
@@ -144,11 +154,39 @@ def assemble_trainer(
     observed = observe and ranks.is_main
     logger = RunLogger(run_dir, enabled=observed and cfg.logging.tensorboard)
     hooks = validation_hooks(cfg, data) if observed else []
-    trainer = Trainer(cfg, model, data, run_dir, device, logger, hooks=hooks, ranks=ranks)
+    trainer = build_trainer(cfg, model, data, run_dir, placement, logger, hooks)
     if payload is not None:
         trainer.restore(payload)
         log.info("resumed %s at step %d", resume_path, trainer.progress.step)
     return trainer
+
+
+def build_trainer(
+    cfg: DictConfig,
+    model: torch.nn.Module,
+    data: PreparedData,
+    run_dir: Path,
+    placement: Placement,
+    logger: RunLogger,
+    hooks: list[ValidationHook],
+) -> Trainer:
+    """The Trainer of a run, and what it is given, each chosen here once: its typed
+    settings, the optimiser and schedule, the objective (plain, guided alignment,
+    REINFORCE: `seq2seq.training.objectives`)."""
+    settings = TrainerSettings.from_config(cfg)
+    optimizer = instantiate_part(cfg.optim, "optim", params=model.parameters())
+    extra = {}  # total_steps=trainer.max_steps for a schedule that needs it
+    if registry.of_node("schedule", cfg.schedule).builder.needs_total_steps:
+        extra["total_steps"] = settings.max_steps
+    schedule = instantiate_part(cfg.schedule, "schedule", optimizer=optimizer, **extra)
+    guidance = None  # alignment=guided: what it supervises, with the built model's shift
+    if is_guided(cfg):
+        guidance = Guidance.from_config(plain(cfg.alignment)).for_model(model)
+    autocast = autocast_for(settings.precision, placement.device)
+    objective = objective_for(model, settings.label_smoothing, autocast, guidance, settings.compile)
+    return Trainer(settings, model, data, run_dir, placement.device, objective=objective,
+                   optimizer=optimizer, schedule=schedule, logger=logger, hooks=hooks,
+                   ranks=placement.ranks)  # fmt: skip
 
 
 def check_startup(cfg: DictConfig) -> None:
@@ -351,14 +389,14 @@ def try_averaged(trainer: Trainer) -> dict[str, float] | None:
     """Average the last validations' weights; keep the average (saved as `averaged.pt`) only
     if its valid value of `trainer.select_metric` beats the best checkpoint's. Returns the
     averaged weights' valid BLEU and selected value, and whether they were used."""
-    averaged = trainer.averaged_weights()
+    averaged = trainer.snapshots.averaged()
     if averaged is None:
         return None
     best_weights = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
     trainer.model.load_state_dict(averaged)
-    step, selected = trainer.progress.step, trainer.selection
+    step, selected = trainer.progress.step, trainer.selection.metric
     metrics = trainer.measure()
-    value = trainer.selected_value(metrics, step)
+    value = trainer.selection.value(metrics, step)
     trainer.logger.scalars({f"valid/{name}_averaged": metrics[name]
                             for name in dict.fromkeys(["bleu", selected.name])}, step)  # fmt: skip
     used = selected.improves(value, trainer.progress.best_value)

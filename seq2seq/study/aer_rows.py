@@ -1,8 +1,9 @@
 """The test-AER columns of a comparison, and the rows of word aligners that are not models.
 
 Every run with a best checkpoint and attention weights gets its test AER on the hand-aligned
-gold pairs (`seq2seq.study.gold_aer`: the last layer's head mean, and the head chosen on the
-valid pairs). A word aligner such as eflomal is added from a JSON file, in one of two forms:
+gold pairs (`seq2seq.align.model_aer.checkpoint_aer`: the last layer's head mean, the head
+chosen on the valid pairs, a guided model's guided head). A word aligner such as eflomal is
+added from a JSON file, in one of two forms:
 
     {"name": "eflomal", "test_aer": 0.31, "precision": 0.72, "recall": 0.65}
 
@@ -17,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.align.extract import AlignmentError
+from seq2seq.align.model_aer import checkpoint_aer
 from seq2seq.bounded_files import StructuredFileError, read_json
 from seq2seq.checkpoint import CheckpointError
-from seq2seq.study.gold_aer import checkpoint_aer
 from seq2seq.study.reading import BEST_CHECKPOINT
 from seq2seq.study.sweep import Configuration, empty_row, warn
 

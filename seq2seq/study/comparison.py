@@ -39,6 +39,7 @@ from omegaconf import II, MISSING
 
 from seq2seq.config.value_checks import MAX_SEED, thread_limit, threads_problem
 from seq2seq.configs import preset_names
+from seq2seq.data.settings import source_name
 from seq2seq.metrics import BOOTSTRAP_RESAMPLES
 from seq2seq.output_folders import check_output_place
 from seq2seq.study.launch import Sweep, run_sweep, seed_list, threads_per_job
@@ -299,7 +300,7 @@ def aligner_corpus(settings: CompareConfig, folder: Path) -> tuple[Path, str, st
         except RunReadError as error:
             warn(f"left out: {error}")
             continue
-        if data.get("kind") != "parallel":
+        if source_name(data) != "tabular":
             return None
         prepared = settings.aligner_data or Path(data.root) / "prepared" / data.name
         return Path(prepared), data.src_lang, data.tgt_lang

@@ -34,7 +34,7 @@ from seq2seq.bounded_files import (
     parse_yaml_text,
     read_text_bounded,
 )
-from seq2seq.config.stored import migrate_flat_attention
+from seq2seq.config.stored import MIGRATIONS, migrated_section
 from seq2seq.folder_walk import walk_folders
 from seq2seq.runs.folder import RESULTS_NAME
 from seq2seq.visualise.heatmap import describe_run
@@ -135,8 +135,8 @@ def check_results(found: Any, path: Path) -> None:
 
 
 def read_config(run_dir: Path) -> DictConfig:
-    """The composed config the run was started with (`.hydra/config.yaml`), a run of the old
-    layout's flat attention options migrated (`migrate_flat_attention`). RunReadError
+    """The composed config the run was started with (`.hydra/config.yaml`), a run of an
+    older layout migrated (`migrate_old_layout`). RunReadError
     when it is not a YAML mapping that resolves, holds the model's settings and an integer
     `trainer.seed` (or none)."""
     path = run_dir / RUN_CONFIG
@@ -147,19 +147,22 @@ def read_config(run_dir: Path) -> DictConfig:
         raise RunReadError(f"{path}: not a run's config ({first_line(error)})") from error
     if not isinstance(shape, dict) or not isinstance(config, DictConfig):
         raise RunReadError(f"{path}: not a YAML mapping (got {kind_of(shape)})")
-    migrate_attention(config)
+    migrate_old_layout(config)
     check_config(config, path)
     return config
 
 
-def migrate_attention(config: DictConfig) -> None:
-    """The old layout's flat attention options moved into the score and region nodes, in place."""
-    attention = config.get("attention")
-    if isinstance(attention, DictConfig):
-        as_written = OmegaConf.to_container(attention, resolve=False)
-        migrated = migrate_flat_attention(as_written)
-        if migrated != as_written:
-            config.attention = migrated
+def migrate_old_layout(config: DictConfig) -> None:
+    """The sections of an older layout (the attention's flat options, the data source's
+    flat keys) moved into the current one, in place (`seq2seq.config.stored`, where every
+    migration is)."""
+    for section in MIGRATIONS:
+        node = config.get(section)
+        if isinstance(node, DictConfig):
+            as_written = OmegaConf.to_container(node, resolve=False)
+            migrated = migrated_section(section, as_written)
+            if migrated != as_written:
+                config[section] = migrated
 
 
 def check_config(config: DictConfig, path: Path) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seq2seq.data.settings import source_name
 from seq2seq.metrics import SIGNIFICANCE_LEVEL, BootstrapResult, paired_bootstrap
 from seq2seq.study.reading import read_config
 from seq2seq.study.sweep import Configuration, find_baseline, find_twins, warn
@@ -45,7 +46,7 @@ def references_file(run_dir: Path) -> tuple[Path, str] | None:
     data = read_config(run_dir).data
     if (run_dir / "test.ref").is_file():
         return run_dir / "test.ref", data.tgt_lang
-    if data.get("kind") != "parallel":
+    if source_name(data) != "tabular":
         return None
     return Path(data.root) / "prepared" / data.name / f"test.{data.tgt_lang}", data.tgt_lang
 

@@ -29,6 +29,7 @@ plugin (`-p seq2seq.testing.pytest_plugin`) and `Runner.require` raise `Contract
 which names the check and the component. Schedules have no contract here.
 """
 
+import seq2seq.built_ins  # noqa: F401  (the built-ins the checks look up and run with)
 from seq2seq.testing.results import CheckResult, ContractFailure
 from seq2seq.testing.suite import (
     CHECKS,

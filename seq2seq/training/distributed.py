@@ -16,6 +16,8 @@ Backend: NCCL on CUDA, gloo on the CPU.
 from __future__ import annotations
 
 import contextlib
+import io
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -23,6 +25,10 @@ from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
+
+from seq2seq.checkpoint import capture_rng_states
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -180,3 +186,30 @@ def stream(
         for after, batch in shard(batches, position, ranks):
             yield batch, ((epoch, after) if after < end else (epoch + 1, 0))
         epoch, position = epoch + 1, 0
+
+
+def gathered_rng_states(ranks: Distributed) -> list[dict[str, Any]] | None:
+    """Every rank's random state, in rank order, for a checkpoint; None in one process.
+    (Sent as bytes: tensors in a gathered object do not survive the trip.)"""
+    if not ranks.enabled:
+        return None
+    buffer = io.BytesIO()
+    torch.save(capture_rng_states(), buffer)
+    blobs = ranks.gather(buffer.getvalue())
+    return [torch.load(io.BytesIO(blob), weights_only=True) for blob in blobs]
+
+
+def own_rng_state(payload: dict[str, Any], ranks: Distributed) -> dict[str, Any]:
+    """This rank's random state saved in a checkpoint; rank 0's (with a warning) when the
+    checkpoint was written by another number of ranks, which cannot resume exactly."""
+    states = payload.get("rank_rng")
+    if states is not None and len(states) == ranks.world_size:
+        return states[ranks.rank]
+    if ranks.enabled or states is not None:
+        saved = len(states) if states is not None else 1
+        log.warning(
+            "checkpoint written by %d rank(s), resumed on %d: the random state (dropout) "
+            "continues from rank 0's, so the run does not repeat exactly",
+            saved, ranks.world_size,
+        )  # fmt: skip
+    return payload["rng"]

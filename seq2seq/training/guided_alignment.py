@@ -8,9 +8,10 @@ normalised to sum 1, unlinked rows 0), summed over the linked rows T_linked:
     ce:   L_align = −Σ_{t ∈ T_linked} Σ_s p*(t, s) · log max(α_t(s), ε)      (Garg et al.)
     mse:  L_align =  Σ_{t ∈ T_linked} Σ_s (α_t(s) − p*(t, s))²
 
-The trainer adds λ·L_align to the summed translation loss, so both are divided by the
-batch's target tokens, as fairseq's `transformer_align` does (its per-sentence mean over
-linked rows, -(1/|T_linked|) Σ ..., is what `train/align_loss` reports).
+The objective (`seq2seq.training.objectives.GuidedAlignment`) adds λ·L_align to the summed
+translation loss, and the trainer divides both by the batch's target tokens, as fairseq's
+`transformer_align` does (its per-sentence mean over linked rows, -(1/|T_linked|) Σ ...,
+is what `train/align_loss` reports).
 
 ε = 1e-6: a region whose weights are exactly 0 at a linked position (sparsemax, entmax,
 hard, local's window edge) gives a finite loss, log ε per unit of p* there, and no gradient

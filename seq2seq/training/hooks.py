@@ -8,7 +8,10 @@ The hooks are a registry group ("hook"): a registered class makes the hooks of a
 its classmethod `for_run(cfg, data, earlier) -> list[hook]` (none when the run does not
 suit it: no attention, no gold set, ...), where `earlier` holds the hooks made so far, in
 registration order, so a hook may build on one registered before it. `validation_hooks`
-asks every registered class; a user's plugin registers its own the same way.
+asks every registered class; a user's plugin registers its own the same way. The built-in
+ones, in the order they run: `aer` (`seq2seq.align.aer_hook`: AER on the valid gold pairs,
+the head chosen) and `alignment` (`seq2seq.visualise.hooks`: images, alignment accuracy).
+This module imports neither: both sit above training, and the registry loads them.
 
 A hook may report validation metrics with `context.report(name, value)`, and lists the
 names it reports in its `produces` attribute (a tuple; absent means none): a registered

@@ -21,8 +21,8 @@ target positions are left out of log π_i: their keys change no reward.
     loss, nll = sentence_label_smoothed_nll(logits, tgt_out)   # (batch,) each
     surrogate = choices.surrogate(nll, tgt_out)                 # and the baselines move on
 
-The trainer (`seq2seq.training.trainer`) adds `surrogate − surrogate.detach()`: the same
-gradient with the value 0, so `train/loss` stays the translation loss.
+The objective (`seq2seq.training.objectives.Reinforce`) adds `surrogate − surrogate.detach()`:
+the same gradient with the value 0, so `train/loss` stays the translation loss.
 """
 
 from __future__ import annotations

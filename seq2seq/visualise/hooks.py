@@ -1,4 +1,4 @@
-"""TensorBoard hooks that show attention alignments forming during training.
+"""The alignment hook: TensorBoard images of attention alignments forming during training.
 
 After each validation the trainer calls `hook(context)` with a
 `seq2seq.training.hooks.ValidationContext` (model, device, logger, step). The alignment hook
@@ -15,30 +15,16 @@ After each validation the trainer calls `hook(context)` with a
   probes' references (corpus) or on the valid split (toy). The valid sentences shown for a
   pair without probes have no gold links, so they get images only.
 
-For a language pair with a hand-aligned gold set (`seq2seq.align.gold`, either direction),
-the AER hook logs `valid/aer`, `valid/aer_precision` and `valid/aer_recall` (Och & Ney
-2003) of the teacher-forced attention on the gold set's valid part: last layer, head mean,
-argmax links (`AlignSettings()`). The model reads each sentence as the corpus has it (the
-Chinese unsegmented), its ids cut to `data.max_len` as validation cuts them, and its pieces
-are matched to the gold words by their characters.
+The AER hook (`seq2seq.align.aer_hook`) runs before this one: its chosen head and a guided
+model's guided head are marked in the panels (`alignment_heads/...` also draws their layers
+when they are not the last).
 
-From the same forward pass it scores every layer × head and each layer's head mean
-(`seq2seq.align.head_choice`) and logs the lowest AER, `valid/aer_chosen`, with where it is,
-`valid/aer_chosen_layer` and `valid/aer_chosen_head` (from 0; -1: the head mean); a guided
-model (`alignment.guided`) also gets `valid/aer_guided`. It returns that choice for the
-checkpoints (`alignment_choice`, `seq2seq.checkpoint.AlignmentChoice`): `best.pt` holds the
-one made at its validation, and `seq2seq-align`, `seq2seq-translate --alignments` and the
-viewer use it by default (`seq2seq.align.defaults`). The AER hook runs before the image
-hook, whose panels mark the chosen head and the guided head (`alignment_heads/...` also
-draws their layers when they are not the last).
+Models with attention=none get no hook: they have no weights to show or score.
 
-Models with attention=none get no hook: they have no weights to show or score. A source
-with a known alignment (the toy tasks) gets no AER hook: its accuracy scores the same thing.
-
-Both are registered validation hooks (`seq2seq.training.hooks`, the registry's "hook"
-group), in the order they run: `aer`, then `alignment`; each class makes a run's hooks with
-`for_run`. They report the validation metrics `aer` (the head mean's `valid/aer`) and
-`alignment_accuracy`, which `trainer.select_metric` can select.
+It is the registered validation hook `alignment` (`seq2seq.training.hooks`, the registry's
+"hook" group), registered after `aer` (imported here first); the class makes a run's hooks
+with `for_run`. It reports the validation metric `alignment_accuracy`, which
+`trainer.select_metric` can select.
 """
 
 from __future__ import annotations
@@ -51,22 +37,17 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-import torch
 from omegaconf import DictConfig
 
 from seq2seq import registry
-from seq2seq.align.attention import teacher_forced_attention, teacher_forced_weights
+from seq2seq.align.aer_hook import AerHook, has_attention
+from seq2seq.align.attention import teacher_forced_attention
 from seq2seq.align.defaults import HeadMark, chosen_mark, guided_mark
-from seq2seq.align.extract import AlignSettings, Sentence, links_from_attention, worded_sentence
-from seq2seq.align.gold import GoldPair, as_in_corpus, gold_set
-from seq2seq.align.head_choice import HeadScore, lowest_aer, score_heads
-from seq2seq.align.pharaoh import Links
-from seq2seq.checkpoint import ALIGNMENT_CHOICE_KEY, AlignmentChoice
 from seq2seq.config.build import plain
 from seq2seq.config.search_settings import SearchSettings
+from seq2seq.data.settings import source_name
 from seq2seq.data.sources import data_source
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.metrics.aer import Aer, AlignmentCounts, corpus_counts
 from seq2seq.metrics.alignment_accuracy import AlignmentAccuracy, Link, alignment_accuracy
 from seq2seq.search import Hypothesis
 from seq2seq.search.batched import translate_ids
@@ -85,12 +66,6 @@ SAMPLE_SHOWN = 6  # valid sentences drawn for a language pair without probes
 SAMPLE_MAX_PIECES = 12  # ... each with at most this many source pieces
 TAG_TEXT_CHARS = 12  # characters of the sentence in an image tag
 ACCURACY_TAG = "valid/alignment_accuracy"
-AER_TAGS = {"aer": "valid/aer", "precision": "valid/aer_precision", "recall": "valid/aer_recall"}
-CHOSEN_TAGS = {"aer": "valid/aer_chosen", "layer": "valid/aer_chosen_layer",
-               "head": "valid/aer_chosen_head"}  # fmt: skip
-GUIDED_TAG = "valid/aer_guided"
-MEAN_HEAD = -1  # valid/aer_chosen_head of a layer's head mean
-GOLD_PART = "valid"  # the test part is kept for reporting
 
 
 def heatmap() -> ModuleType:
@@ -154,7 +129,7 @@ class AlignmentHook:
         if not has_attention(cfg):
             return []
         run_config = plain(cfg)
-        source = data_source(cfg.data.kind)
+        source = data_source(source_name(cfg.data))
         if source.known_alignment:
             return [known_alignment_hook(source, cfg.data, data, run_config, HeadMarks(cfg))]
         aer = next((hook for hook in earlier if isinstance(hook, AerHook)), None)
@@ -228,122 +203,6 @@ class AlignmentHook:
 
 
 @dataclass
-class GoldExample:
-    """A gold pair as the AER hook feeds it: ids cut to `data.max_len`, each side's pieces
-    (EOS included) with the gold words they are matched to, and the gold links."""
-
-    source_ids: list[int]
-    target_ids: list[int]
-    source: Sentence
-    target: Sentence
-    links: Links
-
-
-class AerHook:
-    """`hook(context) -> {"alignment_choice": ...} | None`: AER, precision and recall of
-    `settings` on a gold set, and the layer × head with the lowest AER (module docstring);
-    it reports `aer`. `config`, the run's config, names a guided model's guided head."""
-
-    produces = (Aer.name,)
-
-    def __init__(
-        self,
-        examples: list[GoldExample],
-        settings: AlignSettings | None = None,
-        config: Any = None,
-    ):
-        self.examples = examples
-        self.settings = settings or AlignSettings()
-        self.config = config
-        self.choice: AlignmentChoice | None = None  # the latest validation's choice
-
-    @classmethod
-    def for_run(
-        cls, cfg: DictConfig, data: Any, earlier: tuple[ValidationHook, ...]
-    ) -> list[AerHook]:
-        """The AER hook on the valid part of the pair's gold set; none without attention,
-        without a gold set, or for a source with a known alignment (its accuracy scores
-        the same thing)."""
-        if not has_attention(cfg) or data_source(cfg.data.kind).known_alignment:
-            return []
-        return aer_hooks(cfg, data)
-
-    def __call__(self, context: ValidationContext) -> dict[str, Any] | None:
-        started = time.perf_counter()
-        attentions = self.attentions(context.model, context.device)
-        if attentions is None:
-            return None
-        counts = self.counts_of(attentions)
-        scalars = aer_scalars(counts)
-        if counts.aer is not None:
-            context.report(Aer.name, counts.aer)
-        scores = score_heads(attentions, [(e.source, e.target) for e in self.examples],
-                             [e.links for e in self.examples], self.settings)  # fmt: skip
-        best = lowest_aer(scores)
-        if best is not None:
-            self.choice = AlignmentChoice(
-                best.settings.layer, best.settings.head, best.aer, context.step
-            )
-            scalars.update(chosen_scalars(best))
-            log.info("step %d: lowest valid AER %.4f at layer %d, head %s (%s %s)",
-                     context.step, best.aer, best.settings.layer, _head_text(best.settings.head),
-                     AER_TAGS["aer"], _shown(scalars.get(AER_TAGS["aer"])))  # fmt: skip
-        scalars.update(self.guided_scalars(scores, *attentions[0].shape[:2]))
-        context.logger.scalars(scalars, context.step)
-        log.debug("AER hook took %.2f s", time.perf_counter() - started)
-        return None if self.choice is None else {ALIGNMENT_CHOICE_KEY: self.choice.as_payload()}
-
-    def attentions(self, model, device) -> list[torch.Tensor] | None:
-        """Each example's teacher-forced attention (layers, heads, tgt_len, src_len); None
-        without attention or examples."""
-        examples = [(example.source_ids, example.target_ids) for example in self.examples]
-        return teacher_forced_weights(model, examples, device) if examples else None
-
-    def counts(self, model, device) -> AlignmentCounts | None:
-        """The link counts of the model's teacher-forced attention; None without attention."""
-        attentions = self.attentions(model, device)
-        return None if attentions is None else self.counts_of(attentions)
-
-    def counts_of(self, attentions: list[torch.Tensor]) -> AlignmentCounts:
-        """The link counts of `settings` over the examples, from their attention."""
-        proposed = [
-            links_from_attention(attention, example.source, example.target, self.settings)
-            for attention, example in zip(attentions, self.examples, strict=True)
-        ]
-        return corpus_counts(proposed, [example.links for example in self.examples])
-
-    def guided_scalars(self, scores: list[HeadScore], layers: int, heads: int) -> dict[str, float]:
-        """{GUIDED_TAG: AER} of a guided model's guided head; {} when not guided."""
-        mark = guided_mark(self.config, layers, heads) if self.config is not None else None
-        if mark is None:
-            return {}
-        by_head = {(score.settings.layer, score.settings.head): score.aer for score in scores}
-        aer = by_head.get((mark.layer, mark.head))
-        return {} if aer is None else {GUIDED_TAG: aer}
-
-
-def aer_scalars(counts: AlignmentCounts) -> dict[str, float]:
-    """The AER_TAGS that are defined (a ratio over 0 is not)."""
-    values = {tag: getattr(counts, name) for name, tag in AER_TAGS.items()}
-    return {tag: value for tag, value in values.items() if value is not None}
-
-
-def chosen_scalars(best: HeadScore) -> dict[str, float]:
-    """CHOSEN_TAGS of the lowest AER: the AER, its layer and head (MEAN_HEAD: the mean)."""
-    head = MEAN_HEAD if best.settings.head is None else best.settings.head
-    values = {"aer": best.aer, "layer": best.settings.layer, "head": head}
-    return {CHOSEN_TAGS[name]: float(value) for name, value in values.items()}
-
-
-def _head_text(head: int | None) -> str:
-    return "mean" if head is None else str(head)
-
-
-def _shown(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4f}"
-
-
-@dataclass
 class HeadMarks:
     """`marks(layers, heads)`: the heads an image marks, for attention of that shape: the
     guided head of the run's config, and the AER hook's latest choice (which runs first)."""
@@ -356,43 +215,6 @@ class HeadMarks:
         if self.aer_hook is not None:
             marks.append(chosen_mark(self.aer_hook.choice, heads))
         return [mark for mark in marks if mark is not None]
-
-
-def has_attention(cfg: DictConfig) -> bool:
-    """Whether the model has attention weights to show and score (not attention=none)."""
-    return registry.of_node("attention", cfg.attention).name != "none"
-
-
-def aer_hooks(cfg: DictConfig, data: Any) -> list[AerHook]:
-    """The AER hook on the valid part of the pair's gold set; none without a gold set."""
-    src_lang, tgt_lang = cfg.data.src_lang, cfg.data.tgt_lang
-    gold = gold_set(src_lang, tgt_lang, GOLD_PART)
-    if gold is None:
-        return []
-    examples = [gold_example(pair, src_lang, tgt_lang, data, cfg.data.max_len) for pair in gold]
-    examples = [example for example in examples if example.source_ids and example.target_ids]
-    log.info("scoring %s on %d hand-aligned %s pairs of the gold set for %s→%s",
-             AER_TAGS["aer"], len(examples), GOLD_PART, src_lang, tgt_lang)  # fmt: skip
-    return [AerHook(examples, config=cfg)]
-
-
-def gold_example(
-    pair: GoldPair, src_lang: str, tgt_lang: str, data: Any, max_len: int
-) -> GoldExample:
-    """One gold pair encoded for the AER hook (`gold_side` each side)."""
-    source_ids, source = gold_side(pair.source, src_lang, data.src_tokenizer, max_len)
-    target_ids, target = gold_side(pair.target, tgt_lang, data.tgt_tokenizer, max_len)
-    return GoldExample(source_ids, target_ids, source, target, pair.links)
-
-
-def gold_side(
-    words_text: str, lang: str, tokenizer: Tokenizer, max_len: int
-) -> tuple[list[int], Sentence]:
-    """(ids cut to max_len, pieces matched to the gold words) of one side of a gold pair,
-    encoded as the corpus writes it (Chinese without the gold's spaces)."""
-    text = as_in_corpus(words_text, lang)
-    ids = tokenizer.encode(text)[:max_len]
-    return ids, worded_sentence(tokenizer, words_text, text, len(ids))
 
 
 def probe_hook(
@@ -491,6 +313,6 @@ def image_tag(index: int, text: str) -> str:
     return f"alignment/{index:02d}_{short}"
 
 
-# Registered in the order they run: the AER hook first, as the images mark the head it chooses.
-registry.register("hook", "aer")(AerHook)
+# Registered after the AER hook (`seq2seq.align.aer_hook`, imported above), as the images
+# mark the head it chooses.
 registry.register("hook", "alignment")(AlignmentHook)

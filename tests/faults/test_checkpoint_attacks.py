@@ -42,9 +42,9 @@ def train_tiny_checkpoint(root: Path) -> Path:
             "trainer.valid_every=2",
             "trainer.test_search.beam_size=1",
             "logging.tensorboard=false",
-            "data.toy_train_size=64",
-            "data.toy_valid_size=8",
-            "data.toy_test_size=8",
+            "data.source.train_size=64",
+            "data.source.valid_size=8",
+            "data.source.test_size=8",
         ]
     )
     train_and_test(cfg, root / "run", outputs_root=root)
@@ -231,7 +231,7 @@ def no_downloads(monkeypatch) -> list[str]:
 
 def _foreign_data(url: str, root: Path) -> Callable[[dict], None]:
     def edit(config: dict) -> None:
-        config["data"].update(kind="parallel", url=url, root=str(root), member="")
+        config["data"].update(source={"name": "tabular", "url": url, "member": ""}, root=str(root))
 
     return edit
 
@@ -254,7 +254,7 @@ def test_evaluate_uses_the_users_data_not_the_checkpoints(
     assert no_downloads == []
     assert not outside.exists()
     if code == 2:  # refused at load: the URL itself is malformed
-        assert_one_error_line(err, "data.url")
+        assert_one_error_line(err, "data.source.url")
     else:  # evaluated on the user's toy_reverse config, generated in memory
         assert code == 0 and (tmp_path / "out.hyp").is_file()
     fault_figures.add("hostile_checkpoints_refused", 1)
@@ -282,7 +282,7 @@ def test_evaluate_refuses_a_corpus_name_without_a_config(payload, tmp_path, caps
 
 
 def test_evaluate_refuses_data_whose_tokenizers_differ(payload, tmp_path, capsys, monkeypatch):
-    hostile = save_tampered(payload, tmp_path, lambda c: c["data"].update(toy_vocab_size=8))
+    hostile = save_tampered(payload, tmp_path, lambda c: c["data"]["source"].update(vocab_size=8))
     monkeypatch.chdir(tmp_path)
     code = evaluate.main([str(hostile), "--split", "test", "-o", str(tmp_path / "out.hyp")])
     assert_one_error_line(capsys.readouterr().err, "tokeniser")

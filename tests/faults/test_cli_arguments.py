@@ -29,8 +29,8 @@ def checkpoint(tmp_path_factory) -> Path:
     """A real checkpoint: the toy model trained for two steps through the library."""
     root = tmp_path_factory.mktemp("tiny_cli")
     overrides = ["trainer.max_steps=2", "trainer.valid_every=2", "trainer.test_search.beam_size=1",
-                 "logging.tensorboard=false", "data.toy_train_size=64", "data.toy_valid_size=8",
-                 "data.toy_test_size=8"]  # fmt: skip
+                 "logging.tensorboard=false", "data.source.train_size=64", "data.source.valid_size=8",
+                 "data.source.test_size=8"]  # fmt: skip
     train_and_test(compose_config(TINY_TOY + overrides), root / "run", outputs_root=root)
     return root / "run" / "checkpoints" / "best.pt"
 

@@ -1,8 +1,8 @@
 """Attacks on the corpus limits: a single huge line, and a corpus that changed under a run.
 
-A line longer than `data.max_line_bytes` is counted as malformed while it streams by, never
+A line longer than `data.source.max_line_bytes` is counted as malformed while it streams by, never
 held whole; a corpus whose content changed since its manifest was written is accepted when
-`data.sha256` is null (as documented) but said so in one warning with both hashes.
+`data.source.sha256` is null (as documented) but said so in one warning with both hashes.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def test_huge_line_in_a_zip_is_malformed_without_being_held(tmp_path, caplog):
     assert pairs == GOOD_PAIRS + GOOD_PAIRS[:1]
     assert stats.lines_read == 4 and stats.malformed_lines == [3] and stats.long_lines == [3]
     assert peak < 10_000_000, f"peak {peak:,} bytes reading a 100 MB line (cap 1 MiB)"
-    assert f"data.max_line_bytes={DEFAULT_MAX_LINE_BYTES:,}" in caplog.text
+    assert f"data.source.max_line_bytes={DEFAULT_MAX_LINE_BYTES:,}" in caplog.text
     assert "at line(s) 3" in caplog.text
 
 
@@ -127,15 +127,15 @@ def test_line_at_the_cap_is_kept_one_byte_more_is_not(tmp_path, ending, final_en
 
 @pytest.mark.attack("corpus")
 def test_max_line_bytes_is_a_validated_data_setting(tmp_path):
-    assert DataConfig().max_line_bytes == DEFAULT_MAX_LINE_BYTES == 1_048_576
+    assert DataConfig().source_options.max_line_bytes == DEFAULT_MAX_LINE_BYTES == 1_048_576
     for bad in (0, -1):
-        with pytest.raises(ValueError, match="data.max_line_bytes must be > 0"):
-            DataConfig(max_line_bytes=bad, root=str(tmp_path))
+        with pytest.raises(ValueError, match="data.source.max_line_bytes must be > 0"):
+            DataConfig(source={"name": "tabular", "max_line_bytes": bad}, root=str(tmp_path))
 
 
 @pytest.mark.attack("corpus")
 def test_prepare_reads_the_corpus_with_data_max_line_bytes(tmp_path, monkeypatch):
-    """prepare passes data.max_line_bytes to the corpus reader."""
+    """prepare passes data.source.max_line_bytes to the corpus reader."""
     passed = {}
 
     class Stop(Exception):
@@ -151,15 +151,16 @@ def test_prepare_reads_the_corpus_with_data_max_line_bytes(tmp_path, monkeypatch
     monkeypatch.setenv(MIRROR_ENV, str(mirror))
     monkeypatch.setattr(tabular, "iter_pairs", iter_pairs_spy)
     cfg = DataConfig(
-        url="https://example.org/toy.txt", member="", root=str(tmp_path / "data"),
-        max_line_bytes=4321,
+        source={"name": "tabular", "url": "https://example.org/toy.txt", "member": "",
+                "max_line_bytes": 4321},
+        root=str(tmp_path / "data"),
     )  # fmt: skip
     with pytest.raises(Stop):
         prepare_module.prepare(cfg)
     assert passed["max_line_bytes"] == 4321
 
 
-# --- item 6: a changed corpus with data.sha256 = null ----------------------------------------
+# --- item 6: a changed corpus with data.source.sha256 = null ----------------------------------------
 
 
 def sha256_hex(data: bytes) -> str:
@@ -170,7 +171,7 @@ def changed_warnings(caplog) -> list[str]:
     return [
         record.getMessage()
         for record in caplog.records
-        if record.levelno == logging.WARNING and "data.sha256" in record.getMessage()
+        if record.levelno == logging.WARNING and "data.source.sha256" in record.getMessage()
     ]
 
 
@@ -188,11 +189,11 @@ def test_changed_mirror_copy_is_accepted_with_one_warning(tmp_path, caplog):
         assert changed_warnings(caplog) == []  # the same content again
         (mirror / "corpus.txt").write_bytes(new)
         target = fetch(url, root=tmp_path / "data", mirror=mirror)
-    assert target.read_bytes() == new  # accepted: data.sha256 is null
+    assert target.read_bytes() == new  # accepted: data.source.sha256 is null
     assert f'"sha256": "{sha256_hex(new)}"' in manifest_path(target).read_text()
     (message,) = changed_warnings(caplog)
     assert str(target) in message and sha256_hex(old) in message and sha256_hex(new) in message
-    assert "data.sha256 pins" in message
+    assert "data.source.sha256 pins" in message
 
 
 @pytest.mark.attack("fetch")

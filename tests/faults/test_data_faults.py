@@ -48,8 +48,9 @@ def zip_corpus(path: Path, lines: list[str], member: str = "toy.txt") -> Path:
 
 
 def data_config(root: Path, **overrides) -> DataConfig:
+    source = {"name": "tabular", "url": "https://example.org/anki/toy-eng.zip", "member": "toy.txt"}
     settings = {
-        "name": "synthetic", "url": "https://example.org/anki/toy-eng.zip", "member": "toy.txt",
+        "name": "synthetic", "source": source,
         "root": str(root), "valid_size": 20, "test_size": 20,
         "src_vocab_size": 30, "tgt_vocab_size": 30, "max_len": 15, "max_tokens": 200,
     }  # fmt: skip
@@ -145,7 +146,7 @@ def test_download_with_another_hash_than_the_pinned_one_is_refused(tmp_path):
         with pytest.raises(FetchError) as error:
             fetch(server.url("corpus.txt"), root=tmp_path / "data", sha256=pinned)
     assert sha256_hex(CORPUS_BODY) in str(error.value) and pinned in str(error.value)
-    assert "data.sha256" in str(error.value)
+    assert "data.source.sha256" in str(error.value)
     assert files_in(tmp_path / "data" / "raw") == []
 
 
@@ -189,7 +190,7 @@ def test_earlier_copy_with_another_hash_than_the_pinned_one_is_refused(tmp_path)
     raw = tmp_path / "data" / "raw"
     raw.mkdir(parents=True)
     (raw / "corpus.txt").write_bytes(CORPUS_BODY)
-    with pytest.raises(FetchError, match="data.sha256 pins " + "b" * 64):
+    with pytest.raises(FetchError, match="data.source.sha256 pins " + "b" * 64):
         fetch("https://example.org/corpus.txt", root=tmp_path / "data", sha256="b" * 64)
 
 
@@ -207,9 +208,9 @@ def test_earlier_copy_with_another_hash_than_the_pinned_one_is_refused(tmp_path)
     ],
 )
 def test_url_that_would_escape_raw_or_is_not_http_is_refused(tmp_path, url):
-    with pytest.raises(ValueError, match="data.url"):
-        DataConfig(url=url, root=str(tmp_path))
-    with pytest.raises(ValueError, match="data.url"):
+    with pytest.raises(ValueError, match="data.source.url"):
+        DataConfig(source={"name": "tabular", "url": url}, root=str(tmp_path))
+    with pytest.raises(ValueError, match="data.source.url"):
         fetch(url, root=tmp_path / "data")
     assert not (tmp_path / "escaped.zip").exists() and not (tmp_path / "data").exists()
 
@@ -273,7 +274,7 @@ def test_oversized_zip_member_is_refused_before_it_is_read(tmp_path, monkeypatch
     path = zip_corpus(tmp_path / "corpus.zip", corpus_lines(200))
     monkeypatch.setattr(zipfile.ZipFile, "read", lambda *a, **k: pytest.fail("member was read"))
     monkeypatch.setattr(zipfile.ZipFile, "open", lambda *a, **k: pytest.fail("member was opened"))
-    with pytest.raises(CorpusError, match="data.max_member_bytes=1,000"):
+    with pytest.raises(CorpusError, match="data.source.max_member_bytes=1,000"):
         read_plain(path, member="toy.txt", max_member_bytes=1000)
 
 
@@ -383,6 +384,8 @@ def _prepare_in_child(
 ) -> None:
     """Child process: wait for `start`, set `ready`, prepare, report the summary (or error)."""
     import os
+
+    import seq2seq.built_ins  # noqa: F401  (a spawned process registers the sources itself)
 
     os.environ[MIRROR_ENV] = mirror
     start.wait(timeout=60)

@@ -29,9 +29,9 @@ from seq2seq.search.translator import Translator
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 QUICK = ["trainer.max_steps=2", "trainer.valid_every=2", "logging.tensorboard=false",
-         "trainer.test_search.beam_size=1", "data.toy_train_size=64",
-         "data.toy_valid_size=8", "data.toy_test_size=8"]  # fmt: skip
-TINY_TRANSFORMER = TINY_TOY + QUICK + [
+         "trainer.test_search.beam_size=1"]  # fmt: skip
+TOY_SIZES = ["data.source.train_size=64", "data.source.valid_size=8", "data.source.test_size=8"]
+TINY_TRANSFORMER = TINY_TOY + QUICK + TOY_SIZES + [
     "encoder=transformer", "decoder=transformer", "attention=multihead",
     "encoder.hidden_size=32", "decoder.hidden_size=32", "encoder.ff_size=32",
     "decoder.ff_size=32", "encoder.num_layers=1", "decoder.num_layers=1",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 import torch
@@ -15,7 +16,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config.build import ConfigError
 from seq2seq.runs.assemble import train_and_test
-from seq2seq.training import trainer as trainer_module
+from seq2seq.training.objectives import CrossEntropy
 
 
 def _all_finite(weights: dict[str, torch.Tensor]) -> bool:
@@ -46,17 +47,17 @@ def test_a_diverging_run_stops_with_one_message_and_exit_code_2(tmp_path):
 
 @pytest.mark.attack("nonfinite")
 def test_one_nan_batch_is_skipped_counted_and_training_continues(tmp_path, monkeypatch):
-    original = trainer_module.Trainer._forward_loss
+    original = CrossEntropy.loss
     calls = {"count": 0}
 
-    def poison_the_fifth_batch(self, src, src_mask, tgt_in, tgt_out):
-        loss_sum, nll_sum = original(self, src, src_mask, tgt_in, tgt_out)
+    def poison_the_fifth_batch(self, model, batch):
+        parts = original(self, model, batch)
         calls["count"] += 1
         if calls["count"] == 5:
-            loss_sum = loss_sum * float("nan")
-        return loss_sum, nll_sum
+            parts = replace(parts, loss=parts.loss * float("nan"))
+        return parts
 
-    monkeypatch.setattr(trainer_module.Trainer, "_forward_loss", poison_the_fifth_batch)
+    monkeypatch.setattr(CrossEntropy, "loss", poison_the_fifth_batch)
     cfg = compose_config(TINY_TOY + [f"data.root={tmp_path / 'data'}", "trainer.max_steps=8",
                                      "trainer.valid_every=8", "trainer.test_search.beam_size=1"])  # fmt: skip
     run_dir = tmp_path / "run"

@@ -246,8 +246,9 @@ def test_a_synthetic_corpus_that_fails_at_the_end_is_one_line_and_the_earlier_ke
 
     monkeypatch.setenv(MIRROR_ENV, str(mirror))
     preset = tmp_path / "toy.yaml"
-    preset.write_text("name: toy\nurl: https://example.org/anki/toy-eng.zip\nmember: toy.txt\n"
-                      "sha256: null\n", encoding="utf-8")  # fmt: skip
+    preset.write_text("name: toy\nsource:\n  name: tabular\n"
+                      "  url: https://example.org/anki/toy-eng.zip\n  member: toy.txt\n"
+                      "  sha256: null\n", encoding="utf-8")  # fmt: skip
     out = tmp_path / "out" / "synth.tsv"
     out.parent.mkdir()
     out.write_bytes(EARLIER)

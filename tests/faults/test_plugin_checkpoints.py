@@ -45,8 +45,8 @@ def trained(tmp_path_factory) -> tuple[dict, Path]:
     plugin = home / "faults_scores.py"
     plugin.write_text(SCORE_PLUGIN)
     overrides = ["trainer.max_steps=2", "trainer.valid_every=2", "logging.tensorboard=false",
-                 "trainer.test_search.beam_size=1", "data.toy_train_size=64",
-                 "data.toy_valid_size=8", "data.toy_test_size=8", f"data.root={home / 'data'}",
+                 "trainer.test_search.beam_size=1", "data.source.train_size=64",
+                 "data.source.valid_size=8", "data.source.test_size=8", f"data.root={home / 'data'}",
                  "attention.score=faults_dot", f"plugins=[{plugin}]"]  # fmt: skip
     with plugins_unloaded_after():
         import_plugins([str(plugin)])

@@ -236,7 +236,7 @@ def run_data_cli(
 
 def cli_overrides(root: Path, corpus: Path, **extra) -> list[str]:
     settings = {
-        "url": corpus.as_uri(), "member": "''", "sha256": "null", "name": NAME,
+        "source.url": corpus.as_uri(), "source.member": "''", "source.sha256": "null", "name": NAME,
         "root": str(root), "valid_size": 20, "test_size": 20, "src_vocab_size": 30,
         "tgt_vocab_size": 30, "max_len": 15, "max_tokens": 200, **extra,
     }  # fmt: skip
@@ -316,7 +316,7 @@ def test_record_of_the_older_format_is_prepared_again_with_a_warning(tmp_path, m
 def test_toy_data_is_unaffected(tmp_path):
     from seq2seq.data.settings import DataConfig
 
-    data = prepare(DataConfig(kind="toy", root=str(tmp_path), rebuild=False))
+    data = prepare(DataConfig(source="toy", root=str(tmp_path), rebuild=False))
     assert len(data.train) == 10000 and not (tmp_path / "prepared").exists()
 
 

@@ -271,8 +271,8 @@ def tiny_config(*overrides: str):
     return compose_config(
         TINY_TOY
         + ["trainer.max_steps=2", "trainer.valid_every=2", "trainer.test_search.beam_size=1",
-           "logging.tensorboard=false", "data.toy_train_size=64", "data.toy_valid_size=8",
-           "data.toy_test_size=8", *overrides]
+           "logging.tensorboard=false", "data.source.train_size=64", "data.source.valid_size=8",
+           "data.source.test_size=8", *overrides]
     )  # fmt: skip
 
 

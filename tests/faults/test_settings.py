@@ -21,8 +21,10 @@ from seq2seq.runs.assemble import check_startup, train_and_test
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Bounded even if a bad value slipped through: two steps on a small toy set.
 QUICK = TINY_TOY + ["trainer.max_steps=2", "trainer.valid_every=2", "logging.tensorboard=false",
-                    "trainer.test_search.beam_size=1", "data.toy_train_size=64",
-                    "data.toy_valid_size=8", "data.toy_test_size=8"]  # fmt: skip
+                    "trainer.test_search.beam_size=1", "data.source.train_size=64",
+                    "data.source.valid_size=8", "data.source.test_size=8"]  # fmt: skip
+# QUICK without the toy source's options, for another data config (its source has none of them)
+QUICK_MODEL = [override for override in QUICK if not override.startswith("data.source.")]
 
 pytestmark = pytest.mark.attack("settings")
 
@@ -175,17 +177,18 @@ def test_unknown_key_is_refused_naming_its_closest_name(override, key, hint, tmp
 
 @pytest.mark.parametrize(
     "overrides, key",
-    [(TRANSFORMER + ["data=tatoeba_zh_en", "data.max_len=1000000", "data.max_tokens=2000000"],
+    [(QUICK_MODEL + TRANSFORMER
+      + ["data=tatoeba_zh_en", "data.max_len=1000000", "data.max_tokens=2000000"],
       "encoder.max_positions"),
-     (TRANSFORMER + ["decoder.max_positions=12"], "decoder.max_positions"),
-     (["encoder=cnn", "decoder=cnn", "attention=dot", "encoder.max_positions=5"],
+     (QUICK + TRANSFORMER + ["decoder.max_positions=12"], "decoder.max_positions"),
+     (QUICK + ["encoder=cnn", "decoder=cnn", "attention=dot", "encoder.max_positions=5"],
       "encoder.max_positions")],
     ids=["max_len_1M", "toy_decoder_12", "cnn_encoder_5"],
 )  # fmt: skip
 def test_position_table_shorter_than_max_len_is_refused(overrides, key, tmp_path):
-    """The toy task's sequences take toy_max_len + 1 = 13 positions; a 1 MB line with
+    """The toy task's sequences take data.source.max_len + 1 = 13 positions; a 1 MB line with
     data.max_len=1000000 used to end in a traceback after 350,000 positions."""
-    cfg = compose_config(QUICK + overrides + [f"data.root={tmp_path / 'data'}"])
+    cfg = compose_config(overrides + [f"data.root={tmp_path / 'data'}"])
     with pytest.raises(ConfigError, match=rf"^{key}=\d+ is smaller than"):
         train_and_test(cfg, tmp_path / "run", outputs_root=tmp_path)
     assert not (tmp_path / "data").exists()

@@ -1,5 +1,5 @@
 """Text files in an encoding other than UTF-8, given to every reader of a user's text:
-corpora (a tab-separated file, a zip member, the two files of `data.kind=text_pair`),
+corpora (a tab-separated file, a zip member, the two files of `data.source.name=text_pair`),
 `seq2seq-translate --input` and standard input, `seq2seq-evaluate --src/--ref`,
 `seq2seq-align --src/--tgt/--gold/--score`, `seq2seq-align-baseline`'s training files,
 Pharaoh alignment files, gold files and probe files, and the JSON and YAML files of a run
@@ -179,9 +179,9 @@ def test_a_corpus_with_a_utf8_byte_order_mark_reads_as_without(tmp_path):
 def text_pair_config(tmp_path: Path) -> DataConfig:
     corpus = tmp_path / "corpus"
     return DataConfig(
-        name="given", kind="text_pair", src_lang="en", tgt_lang="zh", sha256=None,
-        train_prefix=str(corpus / "train"), valid_prefix=str(corpus / "valid"),
-        test_prefix=str(corpus / "test"), root=str(tmp_path / "data"),
+        name="given", src_lang="en", tgt_lang="zh", root=str(tmp_path / "data"),
+        source={"name": "text_pair", "train_prefix": str(corpus / "train"),
+                "valid_prefix": str(corpus / "valid"), "test_prefix": str(corpus / "test")},
         src_vocab_size=30, tgt_vocab_size=30, max_len=200, max_tokens=2000,
     )  # fmt: skip
 

@@ -1,7 +1,7 @@
 """Benchmarks and diagnostics: what `make bench`, `make bench-peer`, `make bench-data` and the
 GPU check measure, as library functions (scripts/ holds only their command lines).
 
-* `entry`: the dated BENCHMARKS.md entry (machine lines, paths shown without a machine's
+* `entry`: the dated benchmark log (tools/bench/LOG.md) entry (machine lines, paths shown without a machine's
   folders, adding it at the top of the file's history);
 * `ceiling`: the float32 matmul ceiling, the denominator of MFU;
 * `presets`: composing a preset's training config as `seq2seq-train` does;

@@ -61,9 +61,9 @@ def corpus_overrides(size: int, work: Path, root: Path) -> list[str]:
     overrides = [f"data={DATA}", f"data.name={name}", f"data.root={work / 'data'}"]
     if size:
         corpus = work / f"synth_{size}.txt"
-        overrides += [f"data.url=file://{corpus}", "data.member=", "data.sha256=null"]
+        overrides += [f"data.source.url=file://{corpus}", "data.source.member=", "data.source.sha256=null"]
     else:
-        overrides.append(f"data.url=file://{tatoeba_file(root)}")
+        overrides.append(f"data.source.url=file://{tatoeba_file(root)}")
     return overrides
 
 

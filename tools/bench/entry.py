@@ -1,7 +1,7 @@
-"""The dated entry every benchmark adds to BENCHMARKS.md.
+"""The dated entry every benchmark adds to the benchmark log, tools/bench/LOG.md.
 
 An entry is a list of Markdown lines; `append_entry` puts it where the newest entry goes:
-directly below the file's `# History` heading (BENCHMARKS.md lists its entries newest
+directly below the file's `# History` heading (the log lists its entries newest
 first), or at the end of a file without that heading (a new file starts with `HEADER`).
 Paths and the command line are shown relative to the current folder, or by their last three
 parts, so that no machine's folder layout is committed. The file is written whole or not at
@@ -36,7 +36,7 @@ HISTORY_LINE = "\n# History\n"  # new entries go directly below this heading, ne
 
 
 def shown_path(path: str | Path) -> str:
-    """A path as BENCHMARKS.md shows it: relative to the current folder when below it, else
+    """A path as the log shows it: relative to the current folder when below it, else
     its last three parts, so that no machine's folder layout is committed."""
     text = str(path)
     if not text.startswith("/"):

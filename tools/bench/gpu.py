@@ -1,4 +1,4 @@
-"""The GPU section of BENCHMARKS.md: training throughput on one CUDA device.
+"""The GPU section of the benchmark log (tools/bench/LOG.md): training throughput on one CUDA device.
 
 For each preset, `data.max_tokens` and precision (bf16 autocast, what `trainer.device=cuda`
 trains with, and float32 via `trainer.precision=fp32`) it measures the Trainer's own updates
@@ -94,7 +94,7 @@ def row(result: dict[str, Any], peak_tflops: float | None) -> str:
 def entry_lines(
     gpu: dict[str, Any], results: list[dict[str, Any]], peak: tuple[str, float] | None
 ) -> list[str]:
-    """The dated BENCHMARKS.md entry: the GPU, how MFU is counted, the table."""
+    """The dated benchmark log (tools/bench/LOG.md) entry: the GPU, how MFU is counted, the table."""
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     peak_line = (
         f"- MFU against {peak[1]:g} TFLOP/s, the dense bf16 peak of {peak[0]}"

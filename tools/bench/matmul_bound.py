@@ -127,7 +127,7 @@ def analytic_flops(trainer: Trainer, indices: list[int]) -> int:
     batch = collate([data.train.examples[i] for i in indices], indices)
     shape = (len(batch), batch.src.size(1), batch.tgt_in.size(1))  # (batch, src, tgt)
     vocab = (data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
-    return training_flops(trainer.cfg, *shape, *vocab)
+    return training_flops(trainer.settings.run_config, *shape, *vocab)
 
 
 def measure_bound(trainer: Trainer, indices: list[int], reps: int, seed: int = 0) -> dict[str, Any]:

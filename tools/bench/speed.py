@@ -1,4 +1,4 @@
-"""`make bench`: how fast training and decoding run here, as one dated BENCHMARKS.md entry.
+"""`make bench`: how fast training and decoding run here, as one dated benchmark log (tools/bench/LOG.md) entry.
 
 Sections of the entry:
 

@@ -54,7 +54,7 @@ def timed_steps(trainer: Trainer, batches: list[list[int]]) -> float:
 
 def batch_counts(trainer: Trainer, batches: list[list[int]]) -> dict[str, int]:
     """Real tokens and analytic training FLOPs of `batches` (padded shapes)."""
-    data, cfg = trainer.data, trainer.cfg
+    data, cfg = trainer.data, trainer.settings.run_config
     vocab = (data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
     counts = {"tgt_tokens": 0, "src_tokens": 0, "flops": 0}
     for indices in batches:
@@ -97,7 +97,7 @@ def measure_training(trainer: Trainer, counts: StepCounts) -> dict[str, Any]:
         "gflops_per_step": batch_counts(trainer, measured)["flops"] / len(measured) / 1e9,
         "padding": trainer.sampler.padding_ratio(measured),
         "batches": f"{len(measured)} measured after {counts.warmup} warm-up; "
-        f"data.max_tokens={trainer.cfg.data.max_tokens}, seed {trainer.tcfg.seed}",
+        f"data.max_tokens={trainer.settings.max_tokens}, seed {trainer.settings.seed}",
     }
 
 

@@ -205,12 +205,29 @@ def data_section() -> list[str]:
         "## data",
         "",
         f"{first_paragraph(DataConfig)} The values are checked together by "
-        "`DataConfig.validate` and by the chosen source's own `validate` (`data.kind`, "
+        "`DataConfig.validate` and by the chosen source's own `validate` (`data.source`, "
         "[components](components.md#source)), each error naming its key.",
         "",
         *table(KEY_HEADER, key_rows("data.", field_rows(DataConfig), lambda row: "")),
         "",
+        *source_sections(),
     ]
+
+
+def source_sections() -> list[str]:
+    """data.source: each registered source's options."""
+    lines = ["### data.source", "", "`data.source=<name>`, or a node `{name: <name>, "
+             f"<options>}}`; the names: {', '.join(registry.names('source'))}.", ""]  # fmt: skip
+    for component in registry.components("source"):
+        rows = field_rows(component.options) if component.options else []
+        lines += [f"#### data.source: {component.name}", ""]
+        if rows:
+            hints = typing.get_type_hints(component.options)
+            check = functools.partial(option_check, hints=hints)
+            lines += [*table(KEY_HEADER, key_rows("data.source.", rows, check)), ""]
+        else:
+            lines += ["No options.", ""]
+    return lines
 
 
 def fixed_sections() -> list[str]:
@@ -291,7 +308,7 @@ GROUP_WORDS = {
     "encoder": "Encoder families (`encoder=`).",
     "decoder": "Decoder families (`decoder=`).",
     "schedule": "Learning-rate schedules (`schedule=`).",
-    "source": "Sources of sentence pairs (`data.kind`).",
+    "source": "Sources of sentence pairs (`data.source`).",
     "metric": "Validation metrics (`trainer.select_metric`).",
     "hook": "Validation hooks: what runs beside each validation.",
 }

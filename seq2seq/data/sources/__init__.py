@@ -1,17 +1,19 @@
-"""Where a run's sentence pairs come from: one registered source per `data.kind`.
+"""Where a run's sentence pairs come from: one registered source per `data.source.name`.
 
-* `parallel` (`tabular`): a tab-separated corpus file, plain or a zip member (the
-  manythings.org / Anki exports), fetched once and split by hashes into train, valid and
-  test, with no sentence shared across splits.
-* `text_pair` (`text_pair`): given train, valid and test files, one sentence a line,
+* `tabular`: a tab-separated corpus file, plain or a zip member (the manythings.org / Anki
+  exports), fetched once and split by hashes into train, valid and test, with no sentence
+  shared across splits (`data.kind=parallel` before `data.source`).
+* `text_pair`: given train, valid and test files, one sentence a line,
   `<prefix>.<src_lang>` beside `<prefix>.<tgt_lang>`; the splits are the files'.
-* `toy` (`toy`): the copy and reverse tasks, generated in memory, with a known alignment.
+* `toy`: the copy and reverse tasks, generated in memory, with a known alignment.
 
 Each is a `DataSource` registered in the registry's "source" group (`seq2seq.data.sources
-.base`); `seq2seq.data.prepare.prepare` looks up the one `data.kind` names, and a user's
-plugin registers its own the same way. A source whose text is cleaned, cut into subwords
-and cached on disk subclasses `CorpusSource`: it locates its corpus and writes the split
-text files, and the shared pipeline does the rest.
+.base`) with the dataclass of its options, the keys of its node `data.source` beside
+`name` (`TabularOptions`, `TextPairOptions`, `ToyOptions`, declared beside each class);
+`seq2seq.data.prepare.prepare` looks up the one `data.source` names, and a user's plugin
+registers its own the same way. A source whose text is cleaned, cut into subwords and
+cached on disk subclasses `CorpusSource`: it locates its corpus and writes the split text
+files, and the shared pipeline does the rest.
 """
 
 from seq2seq.data.sources.base import CorpusSource, DataSource, LocatedCorpus, data_source

@@ -1,13 +1,14 @@
-"""`data.kind=parallel`: a tab-separated corpus file, plain or a zip member, split by hashes.
+"""`data.source.name=tabular`: a tab-separated corpus file, plain or a zip member, split by hashes.
 
 The manythings.org / Anki exports (`configs/data/tatoeba_*.yaml`) are such files: one pair
-a line, `English<TAB>other language<TAB>attribution`; `data.src_column`, `data.tgt_column`
-and `data.num_columns` say which column is which. The file is fetched once into
-`<root>/raw/` (`seq2seq.data.fetch`, pinned by `data.sha256` when set) and read as a stream
-(`seq2seq.data.corpus`): the clean pairs go to a temporary file while 32 bytes of hashes a
-pair are kept, the split is computed from the hashes with no sentence shared across train,
-valid and test (`seq2seq.data.hashsplit`), and a second stream writes the split files.
-Nothing grows with the corpus but the hashes.
+a line, `English<TAB>other language<TAB>attribution`; the options `src_column`,
+`tgt_column` and `num_columns` say which column is which (`TabularOptions`). The file is
+fetched once from `url` into `<root>/raw/` (`seq2seq.data.fetch`, pinned by `sha256` when
+set) and read as a stream (`seq2seq.data.corpus`): the clean pairs go to a temporary file
+while 32 bytes of hashes a pair are kept, the split is computed from the hashes with no
+sentence shared across train, valid and test (`seq2seq.data.hashsplit`, of
+`data.valid_size`, `data.test_size` and `data.seed`), and a second stream writes the split
+files. Nothing grows with the corpus but the hashes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import itertools
 import logging
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,14 @@ from seq2seq.data.corpus import (
 from seq2seq.data.fetch import fetch_verified, folder_lock, temporary_beside
 from seq2seq.data.hashsplit import LABELS, PairHashes, SplitAssignment, assign_splits
 from seq2seq.data.prepare import check_data_folder, remove_stale_temporaries
-from seq2seq.data.settings import DataConfig, check_positive, file_name_from_url
+from seq2seq.data.settings import (
+    DEFAULT_MAX_LINE_BYTES,
+    DEFAULT_MAX_MEMBER_BYTES,
+    DataConfig,
+    check_positive,
+    check_reading_limits,
+    file_name_from_url,
+)
 from seq2seq.data.sources.base import CorpusSource, LocatedCorpus, sentence_converters
 from seq2seq.data.split import write_split_stream
 
@@ -41,18 +50,36 @@ log = logging.getLogger(__name__)
 SHA256_PATTERN = re.compile(r"[0-9a-fA-F]{64}")
 
 
-@registry.register("source", "parallel")
+@dataclass(frozen=True)
+class TabularOptions:
+    """Where the corpus file is, which of its columns hold the pair, how much is read."""
+
+    url: str = "https://www.manythings.org/anki/cmn-eng.zip"
+    member: str = "cmn.txt"  # file inside the zip; "" for a plain .txt/.tsv download
+    src_column: int = 1  # 0-based tab-separated column of the source sentence
+    tgt_column: int = 0
+    num_columns: int = 3  # a line with another number of columns is malformed
+    licence: str = "CC-BY 2.0 France; Tatoeba (tatoeba.org), via manythings.org/anki"
+    sha256: str | None = None  # pin the corpus file: any other content is refused
+    max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES  # larger zip members are not read
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES  # a longer line is malformed, never held whole
+    max_malformed_share: float = 0.5  # more malformed lines than this: wrong file, stop
+
+
+@registry.register("source", "tabular", options=TabularOptions)
 class TabularSource(CorpusSource):
     """A tab-separated corpus file or zip member, fetched once, split by hashes."""
 
     def validate(self, cfg: DataConfig) -> None:
-        file_name_from_url(cfg.url)
-        if cfg.sha256 is not None and not SHA256_PATTERN.fullmatch(str(cfg.sha256)):
+        options: TabularOptions = cfg.source_options
+        file_name_from_url(options.url)
+        if options.sha256 is not None and not SHA256_PATTERN.fullmatch(options.sha256):
             raise ValueError(
-                f"data.sha256 must be null or 64 hexadecimal digits, got {cfg.sha256!r}"
+                f"data.source.sha256 must be null or 64 hexadecimal digits, got {options.sha256!r}"
             )
-        check_positive("max_member_bytes", cfg.max_member_bytes)
-        _check_columns(cfg)
+        check_positive("source.max_member_bytes", options.max_member_bytes)
+        check_reading_limits(options)
+        _check_columns(options)
         super().validate(cfg)
         check_positive("valid_size", cfg.valid_size)
         check_positive("test_size", cfg.test_size)
@@ -68,7 +95,10 @@ class TabularSource(CorpusSource):
         check_data_folder(root / "raw")
         with folder_lock(root / "raw"):  # released before fetching, which takes it again
             remove_stale_temporaries(root / "raw")
-        path, digest = fetch_verified(cfg.url, cfg.member or None, root=root, sha256=cfg.sha256)
+        options: TabularOptions = cfg.source_options
+        path, digest = fetch_verified(
+            options.url, options.member or None, root=root, sha256=options.sha256
+        )
         return LocatedCorpus(digest, (path,))
 
     def write_splits(self, cfg: DataConfig, corpus: LocatedCorpus, folder: Path) -> dict[str, Any]:
@@ -78,7 +108,7 @@ class TabularSource(CorpusSource):
         the split is computed from the hashes, and the pairs are read back and written to
         their splits; nothing grows with the corpus but the hashes."""
         (corpus_path,) = corpus.paths
-        stats = corpus_stats(corpus_path, cfg.member or None)
+        stats = corpus_stats(corpus_path, cfg.source_options.member or None)
         hashes = PairHashes()
         with temporary_beside(folder / "clean_pairs.tsv") as clean:
             with open(clean, "wb") as stream:
@@ -103,16 +133,17 @@ class TabularSource(CorpusSource):
         return _corpus_summary(stats, split)
 
 
-def _check_columns(cfg: DataConfig) -> None:
-    check_positive("num_columns", cfg.num_columns)
+def _check_columns(options: TabularOptions) -> None:
+    check_positive("source.num_columns", options.num_columns)
     for key in ("src_column", "tgt_column"):
-        column = getattr(cfg, key)
-        if not 0 <= column < cfg.num_columns:
+        column = getattr(options, key)
+        if not 0 <= column < options.num_columns:
             raise ValueError(
-                f"data.{key} must be in [0, data.num_columns={cfg.num_columns}), got {column}"
+                f"data.source.{key} must be in [0, data.source.num_columns="
+                f"{options.num_columns}), got {column}"
             )
-    if cfg.src_column == cfg.tgt_column:
-        raise ValueError("data.src_column and data.tgt_column must differ")
+    if options.src_column == options.tgt_column:
+        raise ValueError("data.source.src_column and data.source.tgt_column must differ")
 
 
 def _split_sizes(split: SplitAssignment) -> dict[str, int]:
@@ -125,16 +156,17 @@ def _split_sizes(split: SplitAssignment) -> dict[str, int]:
 def _clean_pairs(cfg: DataConfig, corpus_path: Path, stats: CorpusStats) -> Iterator[Pair]:
     """Every clean pair of the corpus file; with data.max_pairs the rest of the file is
     still read (its lines counted and checked), as before streaming."""
+    options: TabularOptions = cfg.source_options
     pairs = iter_pairs(
         corpus_path,
         stats,
-        member=cfg.member or None,
-        src_column=cfg.src_column,
-        tgt_column=cfg.tgt_column,
-        num_columns=cfg.num_columns,
-        max_malformed_share=cfg.max_malformed_share,
-        max_member_bytes=cfg.max_member_bytes,
-        max_line_bytes=cfg.max_line_bytes,
+        member=options.member or None,
+        src_column=options.src_column,
+        tgt_column=options.tgt_column,
+        num_columns=options.num_columns,
+        max_malformed_share=options.max_malformed_share,
+        max_member_bytes=options.max_member_bytes,
+        max_line_bytes=options.max_line_bytes,
         **sentence_converters(cfg),
     )
     if cfg.max_pairs is None:

@@ -1,12 +1,14 @@
-"""`data.kind=text_pair`: given train, valid and test files, one sentence a line.
+"""`data.source.name=text_pair`: given train, valid and test files, one sentence a line.
 
 Each split is two plain UTF-8 text files, `<prefix>.<src_lang>` and `<prefix>.<tgt_lang>`
 (the layout of most published corpora and of fairseq-preprocess's `--trainpref`,
 `--validpref`, `--testpref`): line n of one is the translation of line n of the other.
-The prefixes are `data.train_prefix`, `data.valid_prefix` and `data.test_prefix`:
+The prefixes are the source's options `train_prefix`, `valid_prefix` and `test_prefix`
+(`TextPairOptions`):
 
-    seq2seq-train data=text_pair data.train_prefix=corpus/train \\
-        data.valid_prefix=corpus/dev data.test_prefix=corpus/test data.src_lang=de ...
+    seq2seq-train data=text_pair data.source.train_prefix=corpus/train \\
+        data.source.valid_prefix=corpus/dev data.source.test_prefix=corpus/test \\
+        data.src_lang=de ...
 
 The splits are the files': there is no hash split, and `data.valid_size`, `data.test_size`
 and `data.seed` (of the split) are not read. The two files of a split must have as many
@@ -15,9 +17,9 @@ file and the line that has no partner.
 
 Lines are cleaned as the tab-separated source cleans its columns (`seq2seq.data.corpus`):
 decoded on their own, normalised (NFKC, whitespace collapsed), a line holding a control
-character, one that is not UTF-8 or longer than `data.max_line_bytes`, or a pair with an
+character, one that is not UTF-8 or longer than `max_line_bytes`, or a pair with an
 empty side is skipped, counted with its line numbers, and more than
-`data.max_malformed_share` of a split skipped stops as the wrong file. With
+`max_malformed_share` of a split skipped stops as the wrong file. With
 `data.max_pairs` only the first clean training pairs are kept; valid and test are whole.
 The files are streamed: one line of each is held at a time.
 
@@ -32,6 +34,7 @@ import itertools
 import logging
 from collections.abc import Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +50,12 @@ from seq2seq.data.corpus import (
     warn_skipped,
 )
 from seq2seq.data.fetch import sha256_of
-from seq2seq.data.settings import DataConfig, check_positive
+from seq2seq.data.settings import (
+    DEFAULT_MAX_LINE_BYTES,
+    DataConfig,
+    check_positive,
+    check_reading_limits,
+)
 from seq2seq.data.sources.base import CorpusSource, LocatedCorpus, sentence_converters
 from seq2seq.data.split import SPLIT_NAMES, write_split_stream
 
@@ -57,24 +65,34 @@ PREFIX_KEYS = {split: f"{split}_prefix" for split in SPLIT_NAMES}  # train -> tr
 _END = object()  # a file that has no more lines
 
 
-@registry.register("source", "text_pair")
+@dataclass(frozen=True)
+class TextPairOptions:
+    """Each split's two files, `<prefix>.<src_lang>` and `<prefix>.<tgt_lang>`, line n of
+    one the translation of line n of the other (the files' splits, not hashed)."""
+
+    train_prefix: str | None = None
+    valid_prefix: str | None = None
+    test_prefix: str | None = None
+    licence: str = ""  # the corpus's licence, for the record
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES  # a longer line is malformed, never held whole
+    max_malformed_share: float = 0.5  # more skipped lines than this in a split: wrong files
+
+
+@registry.register("source", "text_pair", options=TextPairOptions)
 class TextPairSource(CorpusSource):
     """Given train / valid / test file pairs (module docstring)."""
 
     def validate(self, cfg: DataConfig) -> None:
+        options: TextPairOptions = cfg.source_options
         for key in PREFIX_KEYS.values():
-            prefix = getattr(cfg, key)
-            if prefix is None or not str(prefix).strip():
+            prefix = getattr(options, key)
+            if prefix is None or not prefix.strip():
                 raise ValueError(
-                    f"data.kind=text_pair needs data.{key}: the path of that split's files "
-                    f"without their language suffix (<prefix>.{cfg.src_lang}, "
+                    f"data.source.name=text_pair needs data.source.{key}: the path of that "
+                    f"split's files without their language suffix (<prefix>.{cfg.src_lang}, "
                     f"<prefix>.{cfg.tgt_lang}), got {prefix!r}"
                 )
-        if cfg.sha256 is not None:
-            raise ValueError(
-                "data.sha256 pins one downloaded corpus file (data.kind=parallel); "
-                "data.kind=text_pair reads the given files: set it to null"
-            )
+        check_reading_limits(options)
         if cfg.max_pairs is not None:
             check_positive("max_pairs", cfg.max_pairs)
         super().validate(cfg)
@@ -85,7 +103,8 @@ class TextPairSource(CorpusSource):
         for split, key in PREFIX_KEYS.items():
             for path in split_files(cfg, split):
                 if not path.is_file():
-                    raise CorpusError(f"data.{key}={getattr(cfg, key)!r}: {path} does not exist")
+                    prefix = getattr(cfg.source_options, key)
+                    raise CorpusError(f"data.source.{key}={prefix!r}: {path} does not exist")
                 paths.append(path)
         digest = hashlib.sha256()
         for index, path in enumerate(paths):
@@ -110,9 +129,9 @@ class TextPairSource(CorpusSource):
         }
 
 
-def split_files(cfg: Any, split: str) -> tuple[Path, Path]:
+def split_files(cfg: DataConfig, split: str) -> tuple[Path, Path]:
     """(`<prefix>.<src_lang>`, `<prefix>.<tgt_lang>`) of one split."""
-    prefix = str(getattr(cfg, PREFIX_KEYS[split]))
+    prefix = str(getattr(cfg.source_options, PREFIX_KEYS[split]))
     return Path(f"{prefix}.{cfg.src_lang}"), Path(f"{prefix}.{cfg.tgt_lang}")
 
 
@@ -160,26 +179,28 @@ def _clean_pairs(cfg: DataConfig, split: str, stats: CorpusStats) -> Iterator[Pa
         stats.converted_to_simplified += (new_src != src) + (new_tgt != tgt)
         kept += 1
         yield new_src, new_tgt
-    warn_skipped(stats, cfg.max_line_bytes)
-    check_malformed(stats, cfg.max_malformed_share, kept=kept)
+    options: TextPairOptions = cfg.source_options
+    warn_skipped(stats, options.max_line_bytes)
+    check_malformed(stats, options.max_malformed_share, kept=kept)
 
 
 def _parallel_lines(cfg: DataConfig, split: str) -> Iterator[tuple[bytes | None, bytes | None]]:
     """Line n of both files of a split, together (None: a line over data.max_line_bytes);
     CorpusError when one file ends before the other."""
     paths = split_files(cfg, split)
+    max_line_bytes = cfg.source_options.max_line_bytes
     with ExitStack() as stack:
         streams = [stack.enter_context(open(path, "rb")) for path in paths]
         lines = [
-            lines_of(stream, cfg.max_line_bytes, str(path)) for stream, path in zip(streams, paths)
+            lines_of(stream, max_line_bytes, str(path)) for stream, path in zip(streams, paths)
         ]
         for number, raw in enumerate(itertools.zip_longest(*lines, fillvalue=_END), start=1):
             if _END in raw:
                 short, other = (paths[0], paths[1]) if raw[0] is _END else (paths[1], paths[0])
                 raise CorpusError(
                     f"{short} ends after {number - 1} lines but {other} goes on: line "
-                    f"{number} of {other} has no partner (data.{PREFIX_KEYS[split]}: the two "
-                    "files hold one sentence a line, line for line)"
+                    f"{number} of {other} has no partner (data.source.{PREFIX_KEYS[split]}: the "
+                    "two files hold one sentence a line, line for line)"
                 )
             yield raw
 

@@ -1,13 +1,13 @@
 """`Attention`: one module for every combination of score × region × heads.
 
-The three axes of the notes are independent and chosen by name:
+The three axes (docs/index.md, "What it has") are independent and chosen by name:
 
 * score (打分函数): dot, scaled_dot, general, additive, cosine   -> `scores.py`
 * region (计算区域): soft, sparsemax, entmax15, hard, local       -> `regions.py`
 * structure (结构层次): one head, or `heads` heads                -> here
 
 For every query, `context = Σ_j α_j v_j` with `α = region(score(q, k_j))`
-(the notes' three steps: score, normalise, read out).
+(three steps: score, normalise with the region, read out).
 
 Registered as the attention component "attention" (`seq2seq.registry`), with its config
 schema `AttentionConfig`. The AttentionConfig keys it reads are the structure's (`heads`,

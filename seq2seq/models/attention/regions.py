@@ -1,4 +1,4 @@
-"""Regions: which keys get weight and how scores become weights ("计算区域" in the notes).
+"""Regions: which keys get weight and how scores become weights ("计算区域", docs/index.zh.md).
 
 * soft:      a softmax over every visible key.
 * sparsemax: a Euclidean projection onto the simplex: keys far below the best get exactly 0
@@ -187,7 +187,7 @@ class HardOptions:
 
 @registry.register("region", "hard", options=HardOptions)
 class HardRegion(Region):
-    """Exactly one key per query gets weight 1 (the notes' hard attention).
+    """Exactly one key per query gets weight 1 (hard attention, docs/lab/hard_attention.md).
 
     Evaluation (`not self.training`): the one-hot argmax of the scores. Training draws one
     key k ~ softmax(s) over the visible keys, per query and head, and gives it weight 1.

@@ -1,4 +1,4 @@
-"""The dated BENCHMARKS.md entry of `make bench-peer`: machine, this run's matmul ceiling,
+"""The dated benchmark log (tools/bench/LOG.md) entry of `make bench-peer`: machine, this run's matmul ceiling,
 the settings of both sides and the differences that remain, then the two tables.
 
 Both frameworks are measured back to back on this machine in one run; the entry says so.

@@ -1,0 +1,222 @@
+"""A model's AER on the hand-aligned gold pairs: the one place where its attention becomes
+link counts, for `valid/aer` during training, the comparison's test AER and the head choice.
+
+Four steps, each done once however many readings are scored:
+
+1. encode (`gold_examples`): each side of a gold pair as the corpus writes it (`as_in_corpus`:
+   Chinese without the gold's spaces), its ids cut to the model's `data.max_len` as
+   validation cuts them, its pieces matched to the gold words by their characters
+   (`worded_sentence`); a pair with an empty side is left out;
+2. attend (`GoldAttention.of`): the teacher-forced attention of every pair, (layers, heads,
+   tgt_len, src_len), a guided model's rows read `alignment.shift` steps later
+   (`seq2seq.align.attention`);
+3. read: word links under `AlignSettings` (layer, head or head mean, argmax or threshold;
+   `links_from_attention`), or under every layer × head and head mean at once
+   (`seq2seq.align.head_choice.candidate_links`);
+4. count: |A|, |S|, |P|, |A ∩ S| and |A ∩ P| summed over the pairs, from which precision,
+   recall and AER = 1 − (|A ∩ S| + |A ∩ P|) / (|A| + |S|) follow (Och & Ney 2003; the formula
+   is `seq2seq.metrics.aer`).
+
+Who reads which figures: the AER hook (`seq2seq.align.aer_hook`) logs the head mean of the
+last layer and the candidate with the lowest AER on the `valid` part; `checkpoint_aer` gives
+a finished run's figures on the `test` part, which `seq2seq-compare` (`seq2seq.study.aer_rows`)
+and the lab report: the head mean, the head chosen on the `valid` part (every layer × head,
+no head means; the first lowest AER) and a guided model's guided head.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seq2seq.align.attention import teacher_forced_weights
+from seq2seq.align.defaults import guided_mark
+from seq2seq.align.extract import AlignSettings, Sentence, links_from_attention, worded_sentence
+from seq2seq.align.gold import GoldPair, as_in_corpus, gold_set
+from seq2seq.align.head_choice import HeadScore, candidate_links, candidates
+from seq2seq.align.pharaoh import Links
+from seq2seq.data.settings import source_name
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.metrics.aer import AlignmentCounts, corpus_counts, pair_counts
+from seq2seq.search.translator import Translator
+
+# --- 1. encode ------------------------------------------------------------------------
+
+
+@dataclass
+class GoldExample:
+    """A gold pair as the model reads it: ids cut to `data.max_len`, each side's pieces
+    (EOS included) with the gold words they are matched to, and the gold links."""
+
+    source_ids: list[int]
+    target_ids: list[int]
+    source: Sentence
+    target: Sentence
+    links: Links
+
+
+def gold_side(
+    words_text: str, lang: str, tokenizer: Tokenizer, max_len: int
+) -> tuple[list[int], Sentence]:
+    """(ids cut to max_len, pieces matched to the gold words) of one side of a gold pair,
+    encoded as the corpus writes it (Chinese without the gold's spaces)."""
+    text = as_in_corpus(words_text, lang)
+    ids = tokenizer.encode(text)[:max_len]
+    return ids, worded_sentence(tokenizer, words_text, text, len(ids))
+
+
+def gold_example(
+    pair: GoldPair, src_lang: str, tgt_lang: str, tokenizers: Any, max_len: int
+) -> GoldExample:
+    """One gold pair encoded with `tokenizers.src_tokenizer` and `.tgt_tokenizer` (a run's
+    prepared data or a translator), each side by `gold_side`."""
+    source_ids, source = gold_side(pair.source, src_lang, tokenizers.src_tokenizer, max_len)
+    target_ids, target = gold_side(pair.target, tgt_lang, tokenizers.tgt_tokenizer, max_len)
+    return GoldExample(source_ids, target_ids, source, target, pair.links)
+
+
+def encoded_gold(
+    pairs: Sequence[GoldPair], src_lang: str, tgt_lang: str, tokenizers: Any, max_len: int
+) -> list[GoldExample]:
+    """The pairs encoded (`gold_example`), those with an empty side left out."""
+    examples = [gold_example(pair, src_lang, tgt_lang, tokenizers, max_len) for pair in pairs]
+    return [example for example in examples if example.source_ids and example.target_ids]
+
+
+def gold_examples(translator: Translator, part: str) -> list[GoldExample] | None:
+    """The gold pairs of `part` encoded for a checkpoint's tokenisers and `data.max_len`;
+    None for toy data or a language pair without a gold set."""
+    data = translator.config.data
+    if source_name(data) == "toy":
+        return None
+    pairs = gold_set(data.src_lang, data.tgt_lang, part)
+    if pairs is None:
+        return None
+    return encoded_gold(pairs, data.src_lang, data.tgt_lang, translator, translator.max_source_len)
+
+
+# --- 2. attend, 3. read, 4. count -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GoldAttention:
+    """A model's teacher-forced attention on encoded gold pairs, computed once and scored
+    under any reading: `attentions[i]` (layers, heads, tgt_len, src_len) is `examples[i]`'s."""
+
+    examples: Sequence[GoldExample]
+    attentions: Sequence[torch.Tensor]
+
+    @classmethod
+    def of(
+        cls, model: torch.nn.Module, examples: Sequence[GoldExample], device: torch.device
+    ) -> GoldAttention | None:
+        """The model's attention on the examples; None without examples or without
+        attention weights (attention=none)."""
+        if not examples:
+            return None
+        pairs = [(example.source_ids, example.target_ids) for example in examples]
+        attentions = teacher_forced_weights(model, pairs, device)
+        return None if attentions is None else cls(examples, attentions)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(layers, heads) of the model's attention."""
+        layers, heads = self.attentions[0].shape[:2]
+        return layers, heads
+
+    def links(self, settings: AlignSettings) -> list[Links]:
+        """Each example's word links under `settings`."""
+        return [
+            links_from_attention(attention, example.source, example.target, settings)
+            for attention, example in zip(self.attentions, self.examples, strict=True)
+        ]
+
+    def counts(self, settings: AlignSettings | None = None) -> AlignmentCounts:
+        """The link counts of `settings` (default: the last layer's head mean, argmax) over
+        the examples."""
+        proposed = self.links(settings or AlignSettings())
+        return corpus_counts(proposed, [example.links for example in self.examples])
+
+    def head_scores(self, base: AlignSettings | None = None) -> list[HeadScore]:
+        """The counts of every layer × head and head mean under `base`'s extraction
+        (`seq2seq.align.head_choice.candidates`, in their order), each pair's attention
+        mapped to words once; [] without examples."""
+        if not self.attentions:
+            return []
+        settings = candidates(*self.shape, base)
+        totals = [AlignmentCounts()] * len(settings)
+        for attention, example in zip(self.attentions, self.examples, strict=True):
+            found = candidate_links(attention, example.source, example.target, settings)
+            totals = [total + pair_counts(one, example.links) for total, one in zip(totals, found)]
+        return [HeadScore(one, counts) for one, counts in zip(settings, totals)]
+
+
+def model_counts(
+    model: torch.nn.Module,
+    examples: Sequence[GoldExample],
+    device: torch.device,
+    settings: AlignSettings | None = None,
+) -> AlignmentCounts | None:
+    """The link counts of the model's attention read with `settings` (default: the last
+    layer's head mean, argmax) on the examples; None without attention or examples."""
+    scored = GoldAttention.of(model, examples, device)
+    return None if scored is None else scored.counts(settings)
+
+
+# --- a finished run's figures ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GoldAer:
+    """Test AER of one checkpoint: the last layer's head mean, the head that aligned best
+    on the valid part (`layer`, `head`, from 0) and, for a guided model, the guided head."""
+
+    head_mean: AlignmentCounts
+    best: AlignmentCounts
+    layer: int
+    head: int
+    guided: AlignmentCounts | None = None  # the guided head's; None for an unguided model
+
+    @property
+    def best_name(self) -> str:
+        """`layer L head H`, as `seq2seq-align --layer L --head H` takes them."""
+        return f"layer {self.layer} head {self.head}"
+
+
+def checkpoint_aer(checkpoint: Path, device: str = "cpu") -> GoldAer | None:
+    """The test-part figures of a checkpoint (module docstring): the head is chosen on the
+    valid part, so that its test AER is not the best of many tries on the test pairs. None
+    when the model has no attention or its language pair no gold set; CheckpointError when
+    it cannot load."""
+    translator = Translator.load(checkpoint, device)
+    test = gold_examples(translator, "test")
+    valid = gold_examples(translator, "valid")
+    if not test or not valid:
+        return None
+    on_test = GoldAttention.of(translator.model, test, translator.device)
+    on_valid = GoldAttention.of(translator.model, valid, translator.device)
+    if on_test is None or on_valid is None:
+        return None
+    layers, heads = on_test.shape
+    grid = [
+        AlignSettings(layer=layer, head=head) for layer in range(layers) for head in range(heads)
+    ]
+    chosen = min(grid, key=lambda settings: _aer_or_worst(on_valid.counts(settings)))
+    mark = guided_mark(translator.config, layers, heads)
+    guided = None if mark is None else AlignSettings(layer=mark.layer, head=mark.head)
+    return GoldAer(
+        head_mean=on_test.counts(AlignSettings()),
+        best=on_test.counts(chosen),
+        layer=chosen.layer,
+        head=chosen.head or 0,
+        guided=None if guided is None else on_test.counts(guided),
+    )
+
+
+def _aer_or_worst(counts: AlignmentCounts) -> float:
+    return math.inf if counts.aer is None else counts.aer
