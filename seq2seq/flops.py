@@ -31,10 +31,9 @@ cheaper.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import registry
 from seq2seq.models.costs import linear, width_change
@@ -60,7 +59,7 @@ class Shapes:
 
 
 def forward_flops(
-    cfg: DictConfig | dict,
+    cfg: Mapping[str, Any],
     batch_size: int,
     src_len: int,
     tgt_len: int,
@@ -75,7 +74,7 @@ def forward_flops(
 
 
 def training_flops(
-    cfg: DictConfig | dict,
+    cfg: Mapping[str, Any],
     batch_size: int,
     src_len: int,
     tgt_len: int,
@@ -88,7 +87,7 @@ def training_flops(
 
 
 def flops_breakdown(
-    cfg: DictConfig | dict,
+    cfg: Mapping[str, Any],
     batch_size: int,
     src_len: int,
     tgt_len: int,
@@ -97,11 +96,12 @@ def flops_breakdown(
 ) -> dict[str, int]:
     """Forward FLOPs per part: encoder, bridge, decoder (without its cross-attention),
     attention (the decoder's attention over the source, every layer) and generator.
-    Each part's formula is the one registered with its component (`seq2seq.registry`)."""
+    Each part's formula is the one registered with its component (`seq2seq.registry`).
+    `cfg` is the run's config as plain data (enums as their names, as `TrainerSettings`
+    holds it): a composed config is converted where the run is assembled, not here."""
     shapes = Shapes(batch_size, src_len, tgt_len, src_vocab, tgt_vocab)
-    config = _plain(cfg)
-    embed_dim, hidden = config["model"]["embed_dim"], config["decoder"]["hidden_size"]
-    encoder, decoder, attention = config["encoder"], config["decoder"], config["attention"]
+    embed_dim, hidden = cfg["model"]["embed_dim"], cfg["decoder"]["hidden_size"]
+    encoder, decoder, attention = cfg["encoder"], cfg["decoder"], cfg["attention"]
     encoder_part = _component("encoder", encoder)
     decoder_formula = _component("decoder", decoder).flops
     decoder_own, attention_layers = decoder_formula(decoder, embed_dim, batch_size, tgt_len)
@@ -130,9 +130,3 @@ def _component(group: str, node: dict[str, Any]) -> registry.Component:
     if component.flops is None:
         raise ValueError(f"{group} {component.name!r}: no FLOP formula is registered for it")
     return component
-
-
-def _plain(cfg: DictConfig | dict) -> dict[str, Any]:
-    if isinstance(cfg, DictConfig):
-        return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
-    return cfg

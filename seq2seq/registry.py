@@ -208,7 +208,7 @@ def components(group: str) -> tuple[Component, ...]:
 
 
 def of_node(group: str, node: Mapping[str, Any]) -> Component:
-    """The component whose `_target_` is exactly the node's (a DictConfig or a plain dict)."""
+    """The component whose `_target_` is exactly the node's (a mapping: a config node)."""
     if group not in NODE_GROUPS:
         raise ValueError(f"{group} components have no config node of their own")
     target = node.get("_target_")

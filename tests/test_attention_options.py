@@ -14,7 +14,7 @@ from helpers import compose_config
 from omegaconf import OmegaConf
 
 from seq2seq import registry
-from seq2seq.config.build import ConfigError, build_model
+from seq2seq.config.build import ConfigError, build_model, plain
 from seq2seq.config.stored import current_layout, validated_config
 from seq2seq.config.value_checks import complete_option_nodes
 from seq2seq.models.attention import attention_choice, component_name, component_node
@@ -219,4 +219,4 @@ def test_an_old_run_folder_is_described_with_its_options(tmp_path):
     config = checkpoint_config(old_attention("general", "local", window=3, local_mode="monotonic"))
     (tmp_path / ".hydra").mkdir()
     (tmp_path / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    assert describe_run(read_config(tmp_path))["region"] == "local-m D=3"
+    assert describe_run(plain(read_config(tmp_path)))["region"] == "local-m D=3"

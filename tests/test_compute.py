@@ -10,6 +10,7 @@ import pytest
 from helpers import TINY_TOY, compose_config
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from seq2seq.config.build import plain
 from seq2seq.data.batching import TokenBatchSampler, collate
 from seq2seq.data.prepare import prepare
 from seq2seq.flops import training_flops
@@ -37,7 +38,9 @@ def flops_of_the_first_batches(cfg, count: int) -> int:
     total = 0
     for indices in order:
         batch = collate([train.examples[i] for i in indices], indices)
-        total += training_flops(cfg, len(batch), batch.src.size(1), batch.tgt_in.size(1), *vocab)
+        total += training_flops(
+            plain(cfg), len(batch), batch.src.size(1), batch.tgt_in.size(1), *vocab
+        )
     return total
 
 

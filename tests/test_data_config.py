@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from seq2seq.config.data_presets import CHECKPOINT_DATA_FIELDS
 from seq2seq.config.stored import (
     current_layout,
     migrate_flat_data,
     migrated_layout,
     renamed_override,
 )
-from seq2seq.data.installed_presets import CHECKPOINT_DATA_FIELDS
 from seq2seq.data.settings import DataConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"

@@ -13,8 +13,8 @@ import pytest
 from helpers import toy_corpus_lines
 
 from seq2seq import registry
+from seq2seq.config.data_presets import data_preset
 from seq2seq.data.corpus import CorpusError, normalise
-from seq2seq.data.installed_presets import data_preset
 from seq2seq.data.prepare import prepare
 from seq2seq.data.record import NOT_IN_KEY, record_key
 from seq2seq.data.settings import DataConfig

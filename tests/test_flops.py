@@ -14,7 +14,7 @@ import pytest
 import torch
 from helpers import compose_config
 
-from seq2seq.config.build import build_model
+from seq2seq.config.build import build_model, plain
 from seq2seq.flops import flops_breakdown, forward_flops, training_flops
 from seq2seq.testing.flops import counted_flops
 
@@ -61,7 +61,7 @@ def counted(overrides: list[str]) -> tuple[int, int]:
 
 
 def analytic(overrides: list[str]) -> tuple[int, int]:
-    cfg = compose_config(TINY + overrides)
+    cfg = plain(compose_config(TINY + overrides))
     shape = (BATCH, SRC_LEN, TGT_LEN, VOCAB, VOCAB)
     return forward_flops(cfg, *shape), training_flops(cfg, *shape)
 
@@ -84,7 +84,7 @@ def test_hand_computed_parts_of_a_unidirectional_gru():
     cfg = compose_config(
         TINY + ["encoder=gru", "decoder=gru", "attention=dot", "encoder.bidirectional=false"]
     )
-    parts = flops_breakdown(cfg, BATCH, SRC_LEN, TGT_LEN, VOCAB, VOCAB)
+    parts = flops_breakdown(plain(cfg), BATCH, SRC_LEN, TGT_LEN, VOCAB, VOCAB)
     assert parts["encoder"] == 2 * (3 * 5) * (8 + 8) * (3 * 8)  # GRU: 3 gates over [x; h]
     assert parts["bridge"] == 2 * 3 * 8 * 8  # only h₀ = tanh(W s): memory already 8 wide
     # decoder GRU input [y; c] = 16 wide, then tanh(W [s; c; y]) with 24 inputs
@@ -94,7 +94,7 @@ def test_hand_computed_parts_of_a_unidirectional_gru():
 
 
 def test_flops_scale_with_the_batch_and_training_is_three_forwards():
-    cfg = compose_config(TINY + TRANSFORMER)
+    cfg = plain(compose_config(TINY + TRANSFORMER))
     one = forward_flops(cfg, 1, SRC_LEN, TGT_LEN, VOCAB, VOCAB)
     assert forward_flops(cfg, 4, SRC_LEN, TGT_LEN, VOCAB, VOCAB) == 4 * one
     assert training_flops(cfg, 1, SRC_LEN, TGT_LEN, VOCAB, VOCAB) == 3 * one
@@ -109,7 +109,7 @@ def test_flops_scale_with_the_batch_and_training_is_three_forwards():
     ],
 )
 def test_bad_shapes_are_refused_by_name(shape, message):
-    cfg = compose_config(TINY)
+    cfg = plain(compose_config(TINY))
     with pytest.raises(ValueError, match=message):
         forward_flops(cfg, *shape)
 
@@ -118,4 +118,4 @@ def test_an_unknown_encoder_is_refused():
     cfg = compose_config(TINY)
     cfg.encoder._target_ = "seq2seq.models.encoders.MysteryEncoder"
     with pytest.raises(ValueError, match="MysteryEncoder"):
-        forward_flops(cfg, BATCH, SRC_LEN, TGT_LEN, VOCAB, VOCAB)
+        forward_flops(plain(cfg), BATCH, SRC_LEN, TGT_LEN, VOCAB, VOCAB)

@@ -206,7 +206,7 @@ def test_a_file_plugin_joins_the_registry_and_everything_that_enumerates_it(tmp_
     node = {"score": "twice_dot", "region": "soft", "heads": 1, "head_dim": None}
     assert Attention.flops(node, 2, 3, 5, 4) == counter.get_total_flops()
     cfg = compose_config(["attention=dot", "attention.score=twice_dot"])
-    assert "score=twice_dot" in run_title(cfg)
+    assert "score=twice_dot" in run_title(plain(cfg))
 
 
 def test_importing_twice_runs_the_plugin_once(tmp_path):

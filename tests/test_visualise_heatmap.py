@@ -15,6 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from seq2seq.config.build import plain
 from seq2seq.configs import preset_names
 from seq2seq.visualise.fonts import cjk_font_family, cjk_font_path
 from seq2seq.visualise.heatmap import (
@@ -172,7 +173,7 @@ def test_save_translation_heatmap_writes_a_png_and_refuses_without_weights(tmp_p
         "attention": {"_target_": "seq2seq.models.attention.Attention", "score": "additive",
                       "region": "soft", "heads": 1},
     }  # fmt: skip
-    translator = SimpleNamespace(config=config)
+    translator = SimpleNamespace(run_config=config)
     hypothesis = SimpleNamespace(tokens=[7, 8, 9, 10], attention=_weights(1, 1))
     translation = SimpleNamespace(
         source="我爱中国。",
@@ -214,4 +215,4 @@ def test_run_description_names_the_parts_and_the_attention_settings():
 )
 def test_every_preset_is_described_by_its_name(group, preset):
     """A recurrent part by its cell (gru), the others by their registered family (cnn)."""
-    assert describe_run(compose_config([f"{group}={preset}"]))[group] == preset
+    assert describe_run(plain(compose_config([f"{group}={preset}"])))[group] == preset

@@ -81,7 +81,7 @@ def test_toy_hook_logs_an_image_per_sentence_and_the_accuracy(tmp_path):
     cfg = compose_config(TINY_TOY)
     data = prepare(plain(cfg.data))
     context = _context(cfg, data, tmp_path)
-    (hook,) = validation_hooks(cfg, data)
+    (hook,) = validation_hooks(plain(cfg), data)
     rng_before = torch.get_rng_state()
     hook(context)
     hook(replace(context, step=2))
@@ -105,7 +105,7 @@ def test_toy_hook_logs_an_image_per_sentence_and_the_accuracy(tmp_path):
 
 def test_no_hook_without_attention():
     cfg = compose_config(TINY_TOY + ["attention=none"])
-    assert validation_hooks(cfg, data=None) == []
+    assert validation_hooks(plain(cfg), data=None) == []
 
 
 class _WordTokenizer:
@@ -154,9 +154,10 @@ def test_probe_hook_logs_every_probe_under_its_chinese_tag(tmp_path):
     overrides = ["data=tatoeba_zh_en", "logging.probe_file=null"]
     cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
     context = _context(cfg, data, tmp_path, step=5)
-    aer_hook, hook = validation_hooks(cfg, data)  # AER first: the images mark its choice
+    run_config = plain(cfg)
+    aer_hook, hook = validation_hooks(run_config, data)  # AER first: the images mark its choice
     assert isinstance(hook, AlignmentHook) and isinstance(aer_hook, AerHook)
-    assert hook.marks.aer_hook is aer_hook and hook.marks.config is cfg
+    assert hook.marks.aer_hook is aer_hook and hook.marks.config is run_config
     hook(context)
     context.logger.close()
 
@@ -218,7 +219,7 @@ def test_a_pair_without_probes_shows_short_valid_sentences_without_accuracy(tmp_
     assert probes_for("ko", "en") == [] and cfg.logging.probe_file is None
     data = prepare(plain(cfg.data))
     with caplog.at_level(logging.INFO, logger="seq2seq.visualise.hooks"):
-        (hook,) = validation_hooks(cfg, data)
+        (hook,) = validation_hooks(plain(cfg), data)
     messages = [r.getMessage() for r in caplog.records if r.name == "seq2seq.visualise.hooks"]
     context = _context(cfg, data, tmp_path, step=4)
     hook(context)
@@ -231,7 +232,7 @@ def test_a_pair_without_probes_shows_short_valid_sentences_without_accuracy(tmp_
     ][:SAMPLE_SHOWN]
     assert len(short) == SAMPLE_SHOWN and short != data.valid.src_lines[:SAMPLE_SHOWN]
     assert [sentence.text for sentence in hook.shown] == short  # in split order
-    assert [sentence.text for sentence in validation_hooks(cfg, data)[0].shown] == short
+    assert [sentence.text for sentence in validation_hooks(plain(cfg), data)[0].shown] == short
     events = _events(tmp_path)
     assert sorted(events.Tags()["images"]) == [image_tag(i, line) for i, line in enumerate(short)]
     assert ACCURACY_TAG not in events.Tags()["scalars"]
@@ -297,7 +298,7 @@ def test_aer_hook_logs_aer_precision_and_recall_of_the_valid_gold_pairs(tmp_path
                  "attention.heads=2"]  # fmt: skip
     cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
     context = _context(cfg, data, tmp_path, step=7)
-    (hook,) = [hook for hook in validation_hooks(cfg, data) if isinstance(hook, AerHook)]
+    (hook,) = [hook for hook in validation_hooks(plain(cfg), data) if isinstance(hook, AerHook)]
     assert len(hook.examples) == 100
     assert max(len(example.source_ids) for example in hook.examples) <= max_len
     context.model.train()
@@ -321,7 +322,7 @@ def test_english_to_chinese_scores_the_swapped_gold_set():
     tokenizer = _WordTokenizer(gold_texts("zh") + gold_texts("en"), "xx")
     data = SimpleNamespace(src_tokenizer=tokenizer, tgt_tokenizer=tokenizer)
     cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + ["data=tatoeba_en_zh"])
-    (hook,) = aer_hooks(cfg, data)
+    (hook,) = aer_hooks(plain(cfg), data)
     first = hook.examples[0]
     assert first.source.text == "Are we done?" and first.target.text == "我们 完成 了 吗 ?"
     assert first.target_ids == tokenizer.encode("我们完成了吗?")  # fed unsegmented
@@ -330,9 +331,9 @@ def test_english_to_chinese_scores_the_swapped_gold_set():
 def test_no_aer_hook_without_attention_or_for_toy_data():
     overrides = ["data=tatoeba_zh_en", "attention=none"]
     model = [o for o in TINY_TOY if not o.startswith("data")]  # the toy source's options aside
-    assert validation_hooks(compose_config(model + overrides), data=None) == []
+    assert validation_hooks(plain(compose_config(model + overrides)), data=None) == []
     toy = compose_config(TINY_TOY + ["data.src_lang=zh", "data.tgt_lang=en"])
-    (hook,) = validation_hooks(toy, prepare(plain(toy.data)))  # its own accuracy only
+    (hook,) = validation_hooks(plain(toy), prepare(plain(toy.data)))  # its own accuracy only
     assert isinstance(hook, AlignmentHook)
 
 

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
-
-from omegaconf import DictConfig
 
 from seq2seq import registry
 from seq2seq.align.defaults import guided_mark
@@ -58,7 +57,8 @@ GOLD_PART = "valid"  # the test part is kept for reporting
 class AerHook:
     """`hook(context) -> {"alignment_choice": ...} | None`: AER, precision and recall of
     `settings` on a gold set, and the layer × head with the lowest AER (module docstring);
-    it reports `aer`. `config`, the run's config, names a guided model's guided head."""
+    it reports `aer`. `config`, the run's config as plain data, names a guided model's
+    guided head."""
 
     produces = (Aer.name,)
 
@@ -66,7 +66,7 @@ class AerHook:
         self,
         examples: list[GoldExample],
         settings: AlignSettings | None = None,
-        config: Any = None,
+        config: Mapping[str, Any] | None = None,
     ):
         self.examples = examples
         self.settings = settings or AlignSettings()
@@ -75,12 +75,12 @@ class AerHook:
 
     @classmethod
     def for_run(
-        cls, cfg: DictConfig, data: Any, earlier: tuple[ValidationHook, ...]
+        cls, cfg: Mapping[str, Any], data: Any, earlier: tuple[ValidationHook, ...]
     ) -> list[AerHook]:
         """The AER hook on the valid part of the pair's gold set; none without attention,
         without a gold set, or for a source with a known alignment (its accuracy scores
-        the same thing)."""
-        if not has_attention(cfg) or data_source(source_name(cfg.data)).known_alignment:
+        the same thing). `cfg`: the run's config as plain data."""
+        if not has_attention(cfg) or data_source(source_name(cfg["data"])).known_alignment:
             return []
         return aer_hooks(cfg, data)
 
@@ -143,18 +143,18 @@ def _shown(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
-def has_attention(cfg: DictConfig) -> bool:
+def has_attention(cfg: Mapping[str, Any]) -> bool:
     """Whether the model has attention weights to show and score (not attention=none)."""
-    return registry.of_node("attention", cfg.attention).name != "none"
+    return registry.of_node("attention", cfg["attention"]).name != "none"
 
 
-def aer_hooks(cfg: DictConfig, data: Any) -> list[AerHook]:
+def aer_hooks(cfg: Mapping[str, Any], data: Any) -> list[AerHook]:
     """The AER hook on the valid part of the pair's gold set; none without a gold set."""
-    src_lang, tgt_lang = cfg.data.src_lang, cfg.data.tgt_lang
+    src_lang, tgt_lang = cfg["data"]["src_lang"], cfg["data"]["tgt_lang"]
     gold = gold_set(src_lang, tgt_lang, GOLD_PART)
     if gold is None:
         return []
-    examples = encoded_gold(gold, src_lang, tgt_lang, data, cfg.data.max_len)
+    examples = encoded_gold(gold, src_lang, tgt_lang, data, cfg["data"]["max_len"])
     log.info("scoring %s on %d hand-aligned %s pairs of the gold set for %s→%s",
              AER_TAGS["aer"], len(examples), GOLD_PART, src_lang, tgt_lang)  # fmt: skip
     return [AerHook(examples, config=cfg)]

@@ -22,7 +22,6 @@ from typing import Any, NamedTuple
 
 from seq2seq.align.extract import NO_ATTENTION, AlignmentError, AlignSettings
 from seq2seq.checkpoint import AlignmentChoice
-from seq2seq.config.build import plain
 from seq2seq.search.translator import Translator
 from seq2seq.training.guided_alignment import Guidance, resolve_layer
 
@@ -60,7 +59,8 @@ def head_name(layer: int, head: int | None) -> str:
 
 
 def _section(config: Any, name: str) -> Any:
-    """config[name] of a DictConfig, a dict or an object with attributes; None if absent."""
+    """config[name] of a mapping (the run's config as plain data) or an object with
+    attributes; None if absent."""
     if isinstance(config, Mapping) or hasattr(config, "get"):
         return config.get(name)
     return getattr(config, name, None)
@@ -77,7 +77,7 @@ def guided_mark(config: Any, layers: int, heads: int) -> HeadMark | None:
     section = _section(config, "alignment")
     if section is None or not _section(section, "guided"):
         return None
-    guidance = Guidance.from_config(plain(section))
+    guidance = Guidance.from_config(section)
     listed = sorted(set(guidance.heads)) if guidance.heads is not None else None
     for head in listed or []:
         if not 0 <= head < heads:
@@ -109,7 +109,7 @@ def head_marks(translator: Translator) -> list[HeadMark]:
 def model_marks(translator: Translator, layers: int, heads: int) -> list[HeadMark]:
     """`head_marks` of a model whose attention has `layers` × `heads`."""
     marks = [
-        guided_mark(translator.config, layers, heads),
+        guided_mark(translator.run_config, layers, heads),
         chosen_mark(translator.alignment_choice, heads),
     ]
     return [mark for mark in marks if mark is not None]

@@ -91,13 +91,14 @@ def encoded_gold(
 def gold_examples(translator: Translator, part: str) -> list[GoldExample] | None:
     """The gold pairs of `part` encoded for a checkpoint's tokenisers and `data.max_len`;
     None for toy data or a language pair without a gold set."""
-    data = translator.config.data
+    data = translator.run_config["data"]
     if source_name(data) == "toy":
         return None
-    pairs = gold_set(data.src_lang, data.tgt_lang, part)
+    src_lang, tgt_lang = data["src_lang"], data["tgt_lang"]
+    pairs = gold_set(src_lang, tgt_lang, part)
     if pairs is None:
         return None
-    return encoded_gold(pairs, data.src_lang, data.tgt_lang, translator, translator.max_source_len)
+    return encoded_gold(pairs, src_lang, tgt_lang, translator, translator.max_source_len)
 
 
 # --- 2. attend, 3. read, 4. count -----------------------------------------------------
@@ -207,7 +208,7 @@ def checkpoint_aer(checkpoint: Path, device: str = "cpu") -> GoldAer | None:
         AlignSettings(layer=layer, head=head) for layer in range(layers) for head in range(heads)
     ]
     chosen = min(grid, key=lambda settings: _aer_or_worst(on_valid.counts(settings)))
-    mark = guided_mark(translator.config, layers, heads)
+    mark = guided_mark(translator.run_config, layers, heads)
     guided = None if mark is None else AlignSettings(layer=mark.layer, head=mark.head)
     return GoldAer(
         head_mean=on_test.counts(AlignSettings()),

@@ -37,11 +37,11 @@ from omegaconf.errors import OmegaConfBaseException
 
 from seq2seq.cli.hydra_places import check_config_folders, run_hydra_app
 from seq2seq.cli.options import OneLineParser, whole
+from seq2seq.config.data_presets import PresetError, data_preset, one_line
 from seq2seq.config.schema import register_configs
 from seq2seq.configs import SEARCH_PATH
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import FetchError, fetch, folder_lock
-from seq2seq.data.installed_presets import PresetError, data_preset, one_line
 from seq2seq.data.prepare import prepare
 from seq2seq.data.record import (
     OlderRecordError,

@@ -16,7 +16,7 @@ is the checkpoint's `data.name`, refused when there is none), its files go below
 `--data-root` (default `data`, relative to the current folder), and from the checkpoint
 only the validated numbers and choices that decide the split and the subwords are taken
 (seed, split sizes, `max_pairs`, vocabulary sizes and model type, toy sizes: see
-`seq2seq.data.installed_presets.CHECKPOINT_DATA_FIELDS`), so that the evaluated split is the one the model was trained
+`seq2seq.config.data_presets.CHECKPOINT_DATA_FIELDS`), so that the evaluated split is the one the model was trained
 beside. Its URL, member, languages, columns and root are never used; the languages of the
 config must equal the checkpoint's, and the tokenisers prepared from the data must equal
 the ones stored in the checkpoint, else one clear error (exit code 2).
@@ -43,9 +43,9 @@ from seq2seq.cli.common import (
 )
 from seq2seq.cli.options import OneLineParser
 from seq2seq.config.build import plain
+from seq2seq.config.data_presets import PresetError, split_data_config
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import FetchError
-from seq2seq.data.installed_presets import PresetError, split_data_config
 from seq2seq.data.prepare import prepare
 from seq2seq.metrics import corpus_scores
 from seq2seq.output_folders import OutputPlaceError, check_output_file, write_output_file

@@ -115,6 +115,12 @@ def validated_config(raw: Any) -> DictConfig:
     return config
 
 
+def config_as_data(config: DictConfig) -> dict[str, Any]:
+    """A validated config as plain data (resolved, enums as their names): what the layers
+    below the door (search, align, visualise, ...) read, never the DictConfig itself."""
+    return OmegaConf.to_container(config, resolve=True, enum_to_str=True)  # type: ignore[return-value]
+
+
 def current_layout(raw: Mapping[str, Any]) -> dict[str, Any]:
     """A config (plain data) in the current layout (`migrated_layout`), the attention's
     score and region nodes and the data's source node complete (`value_checks.option_nodes`,

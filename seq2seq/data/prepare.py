@@ -129,7 +129,7 @@ class SummaryParts:
 
 
 def prepare(cfg: DataConfig | Mapping[str, Any]) -> PreparedData:
-    """Prepare the data described by `cfg` (a DataConfig, a dict or a DictConfig) with
+    """Prepare the data described by `cfg` (a DataConfig, or plain data turned into one) with
     the source its `data.source` names."""
     if not isinstance(cfg, DataConfig):
         cfg = DataConfig.from_mapping(cfg)

@@ -169,8 +169,8 @@ class DataConfig:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> DataConfig:
-        """Build from a dict or an OmegaConf DictConfig; an unknown key is a ValueError
-        (an old key's names its new one)."""
+        """Build from plain data (a composed config is converted at the door); an unknown
+        key is a ValueError (an old key's names its new one)."""
         known = {field.name for field in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
@@ -191,7 +191,7 @@ def source_node(value: Any) -> dict[str, Any]:
 
 def source_name(data: Any) -> str | None:
     """The source a data section chooses (`data.source`'s name, or the bare name given),
-    whether it is a DataConfig, a composed DictConfig or plain data; None without one."""
+    whether it is a DataConfig or a mapping; None without one."""
     node = data.source if isinstance(data, DataConfig) else data.get("source")
     if isinstance(node, str):
         return node

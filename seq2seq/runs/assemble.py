@@ -153,7 +153,7 @@ def assemble_trainer(
         check_compatible(payload, cfg, data, resume_path)
     observed = observe and ranks.is_main
     logger = RunLogger(run_dir, enabled=observed and cfg.logging.tensorboard)
-    hooks = validation_hooks(cfg, data) if observed else []
+    hooks = validation_hooks(plain(cfg), data) if observed else []
     trainer = build_trainer(cfg, model, data, run_dir, placement, logger, hooks)
     if payload is not None:
         trainer.restore(payload)

@@ -16,7 +16,7 @@ that may be built are only ever those the user chose. Every tool that loads a ch
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from seq2seq.checkpoint import (
 from seq2seq.config.build import ConfigError, build_model, count_parameters
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.config.sizing import Vocabulary, check_state_shapes
-from seq2seq.config.stored import validated_config
+from seq2seq.config.stored import config_as_data, validated_config
 from seq2seq.data.batching import collate
 from seq2seq.data.tokenizer import Tokenizer, tokenizer_from_bytes
 from seq2seq.quantization import check_quantization, quantized
@@ -140,8 +140,11 @@ class Translator:
         device,
         alignment_choice: AlignmentChoice | None = None,
         quantization: str = "float32",
+        run_config: Mapping[str, Any] | None = None,
     ):
         self.model, self.config, self.device = model, config, device
+        # the config as plain data, converted once at `load`: what titles and marks read
+        self.run_config: Mapping[str, Any] = {} if run_config is None else run_config
         self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
         self.max_source_len = int(config.data.max_len)
         self.alignment_choice = alignment_choice  # the valid-gold choice training stored
@@ -177,7 +180,8 @@ class Translator:
             raise CheckpointError(f"{path}: weights do not fit its own config: {error}") from error
         model.to(device).eval()
         choice = stored_alignment_choice(payload, model, device, path)
-        translator = cls(model, tokenizers["src"], tokenizers["tgt"], config, device, choice)
+        translator = cls(model, tokenizers["src"], tokenizers["tgt"], config, device, choice,
+                         run_config=config_as_data(config))  # fmt: skip
         translator.model = quantized(model, quantization, device)
         translator.quantization = quantization
         return translator

@@ -108,7 +108,7 @@ class TorchEngine:
         return {
             "name": self.path.name, "engine": self.name,
             "src_lang": str(config.data.src_lang), "tgt_lang": str(config.data.tgt_lang),
-            "architecture": describe_run(config), "parameters": self.translator.parameters,
+            "architecture": describe_run(self.translator.run_config), "parameters": self.translator.parameters,
             "quantization": self.translator.quantization,
             "max_source_pieces": self.translator.max_source_len,
             "attention": None if self.shape is None else {"layers": self.shape[0], "heads": self.shape[1]},
@@ -119,7 +119,7 @@ class TorchEngine:
         config = self.translator.config
         alignment = None if self.shape is None else alignment_data(self.translator, self.shape[0])
         return {"title": PAGE_TITLE, "pair": f"{config.data.src_lang}→{config.data.tgt_lang}",
-                "model": run_title(config), "alignment": alignment, "sentences": []}  # fmt: skip
+                "model": run_title(self.translator.run_config), "alignment": alignment, "sentences": []}  # fmt: skip
 
 
 def _alignment_info(found: DefaultSettings) -> dict[str, Any]:

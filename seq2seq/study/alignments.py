@@ -37,7 +37,7 @@ def collect_panels(
     if sentence is None:
         raise ValueError("no built-in probe for this language pair: give a sentence")
     runs = [path.parent.parent for path in checkpoints]
-    titles = run_titles(runs, [translator.config for translator in translators])
+    titles = run_titles(runs, [translator.run_config for translator in translators])
     panels = []
     for run, translator, title in zip(runs, translators, titles, strict=True):
         panel = alignment_panel(translator, sentence, reference, title)

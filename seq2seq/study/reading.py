@@ -34,6 +34,7 @@ from seq2seq.bounded_files import (
     parse_yaml_text,
     read_text_bounded,
 )
+from seq2seq.config.build import plain
 from seq2seq.config.stored import MIGRATIONS, migrated_section
 from seq2seq.folder_walk import walk_folders
 from seq2seq.runs.folder import RESULTS_NAME
@@ -176,7 +177,7 @@ def check_config(config: DictConfig, path: Path) -> None:
         if not isinstance(config.get(group), DictConfig):
             raise RunReadError(f"{path}: not a run's config: no {group} settings")
     try:
-        describe_run(config)
+        describe_run(plain(config))
     except (KeyError, TypeError, ValueError) as error:
         raise RunReadError(f"{path}: does not describe a model ({error})") from error
     trainer = config.get("trainer")
@@ -320,14 +321,14 @@ def differing_settings(descriptions: list[dict[str, str]]) -> list[str]:
 def model_labels(configs: list[Any]) -> list[str]:
     """Each run's model settings that differ within the list (all of them when none
     differ); a setting the run does not have (the score of `attention=none`) is left out."""
-    descriptions = [describe_run(config) for config in configs]
+    descriptions = [describe_run(plain(config)) for config in configs]
     keys = differing_settings(descriptions) or list(descriptions[0])
     return [" · ".join(f"{key}={d[key]}" for key in keys if key in d) for d in descriptions]
 
 
 def run_titles(runs: list[Path], configs: list[Any]) -> list[str]:
     """The differing model settings of each run, or its folder when no setting differs."""
-    descriptions = [describe_run(config) for config in configs]
+    descriptions = [describe_run(plain(config)) for config in configs]
     keys = differing_settings(descriptions)
     if not keys:
         common = Path(os.path.commonpath(runs)) if len(runs) > 1 else runs[0].parent

@@ -31,7 +31,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from seq2seq import registry
-from seq2seq.config.build import build_model
+from seq2seq.config.build import build_model, plain
 from seq2seq.flops import forward_flops, training_flops
 from seq2seq.testing.alone import (
     WIDTH,
@@ -173,8 +173,8 @@ def model_flops(subject: Subject) -> str:
     mask = torch.ones(BATCH, SRC_LEN, dtype=torch.bool)  # no padding: packed == padded
     counted = counted_flops(lambda: training_logits(model, src, mask, tgt))
     shape = (BATCH, SRC_LEN, TGT_LEN, VOCAB, VOCAB)
-    compare(forward_flops(config, *shape), counted, "the tiny model")
-    compare_training(training_flops(config, *shape), counted, "the tiny model")
+    compare(forward_flops(plain(config), *shape), counted, "the tiny model")
+    compare_training(training_flops(plain(config), *shape), counted, "the tiny model")
     return f"the tiny model: {counted[0]:,} forward FLOPs, training within 10%"
 
 

@@ -6,8 +6,10 @@ sentences, a title) it is given when it is made.
 
 The hooks are a registry group ("hook"): a registered class makes the hooks of a run with
 its classmethod `for_run(cfg, data, earlier) -> list[hook]` (none when the run does not
-suit it: no attention, no gold set, ...), where `earlier` holds the hooks made so far, in
-registration order, so a hook may build on one registered before it. `validation_hooks`
+suit it: no attention, no gold set, ...), where `cfg` is the run's config as plain data
+(converted once where the run is assembled, `seq2seq.runs.assemble`; enums as their names)
+and `earlier` holds the hooks made so far, in registration order, so a hook may build on
+one registered before it. `validation_hooks`
 asks every registered class; a user's plugin registers its own the same way. The built-in
 ones, in the order they run: `aer` (`seq2seq.align.aer_hook`: AER on the valid gold pairs,
 the head chosen) and `alignment` (`seq2seq.visualise.hooks`: images, alignment accuracy).
@@ -57,8 +59,8 @@ class ValidationContext:
 ValidationHook = Callable[[ValidationContext], Mapping[str, Any] | None]
 
 
-def validation_hooks(cfg: Any, data: Any) -> list[ValidationHook]:
-    """The hooks of a run (its composed config and its prepared data): those each
+def validation_hooks(cfg: Mapping[str, Any], data: Any) -> list[ValidationHook]:
+    """The hooks of a run (its config as plain data and its prepared data): those each
     registered hook class makes for it, in registration order."""
     hooks: list[ValidationHook] = []
     for component in registry.components("hook"):

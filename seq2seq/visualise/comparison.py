@@ -59,6 +59,6 @@ def alignment_panel(
 def default_sentence(translator: Translator) -> str | None:
     """The first built-in probe of the model's language pair; None when there is none.
     (A probe file named in a checkpoint, `logging.probe_file`, is never read.)"""
-    data = translator.config.data
-    probes = probes_for(data.src_lang, data.tgt_lang)
+    data = translator.run_config["data"]
+    probes = probes_for(data["src_lang"], data["tgt_lang"])
     return probes[0].source if probes else None

@@ -39,7 +39,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
-from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import registry
 from seq2seq.align.defaults import HeadMark
@@ -158,7 +157,7 @@ def save_translation_heatmap(
             "no attention weights to plot: the model uses attention=none, "
             "or the translation was made with need_weights=False"
         )
-    title = translation_title(translation.source, translation.text, translator.config)
+    title = translation_title(translation.source, translation.text, translator.run_config)
     fig = draw_alignment(
         translation.source_pieces,
         translation.target_pieces[0],
@@ -174,10 +173,10 @@ def save_translation_heatmap(
 # ---------------------------------------------------------------- titles from a run's config
 
 
-def describe_run(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
+def describe_run(config: Mapping[str, Any]) -> dict[str, str]:
     """What distinguishes a model: encoder, decoder and attention settings, as short strings,
-    and `alignment: guided` for a model trained with guided alignment."""
-    config = _plain(cfg)
+    and `alignment: guided` for a model trained with guided alignment. `config` is the run's
+    config as plain data (`Translator.run_config`, `TrainerSettings.run_config`)."""
     described = {group: _part_name(group, config[group]) for group in ("encoder", "decoder")}
     attention = config["attention"]
     choice = attention_choice(attention)
@@ -193,7 +192,7 @@ def describe_run(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
     return described
 
 
-def run_title(cfg: DictConfig | Mapping[str, Any], step: int | None = None) -> str:
+def run_title(cfg: Mapping[str, Any], step: int | None = None) -> str:
     """`encoder=gru · decoder=gru · score=additive · region=soft · heads=1 · step 500`."""
     parts = [f"{key}={value}" for key, value in describe_run(cfg).items()]
     if step is not None:
@@ -202,7 +201,7 @@ def run_title(cfg: DictConfig | Mapping[str, Any], step: int | None = None) -> s
 
 
 def translation_title(
-    source: str, output: str, cfg: DictConfig | Mapping[str, Any], step: int | None = None
+    source: str, output: str, cfg: Mapping[str, Any], step: int | None = None
 ) -> str:
     """`我爱中国。 → I love China.` over the run's description on two lines (encoder and
     decoder, then attention and step), so that the title does not widen the figure."""
@@ -213,12 +212,6 @@ def translation_title(
 
 def _shorten(text: str) -> str:
     return text if len(text) <= MAX_TITLE_TEXT else text[: MAX_TITLE_TEXT - 1] + "…"
-
-
-def _plain(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(cfg, DictConfig):
-        return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
-    return dict(cfg)
 
 
 def _part_name(group: str, node: Mapping[str, Any]) -> str:

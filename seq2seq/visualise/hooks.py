@@ -37,15 +37,12 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig
-
 from seq2seq import registry
 from seq2seq.align.aer_hook import AerHook, has_attention
 from seq2seq.align.attention import teacher_forced_attention
 from seq2seq.align.defaults import HeadMark, chosen_mark, guided_mark
-from seq2seq.config.build import plain
 from seq2seq.config.search_settings import SearchSettings
-from seq2seq.data.settings import source_name
+from seq2seq.data.settings import DataConfig, source_name
 from seq2seq.data.sources import data_source
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.metrics.alignment_accuracy import AlignmentAccuracy, Link, alignment_accuracy
@@ -95,7 +92,7 @@ class AlignmentHook:
     reports `alignment_accuracy` when it has scored examples.
 
     `tgt_tokenizer` turns the greedy outputs into pieces and text, `run_config` (the
-    run's composed config) names the model in each image's title, and `marks` says which
+    run's config as plain data) names the model in each image's title, and `marks` says which
     heads the images mark (`HeadMarks`; none without).
     """
 
@@ -120,24 +117,27 @@ class AlignmentHook:
 
     @classmethod
     def for_run(
-        cls, cfg: DictConfig, data: Any, earlier: tuple[ValidationHook, ...]
+        cls, cfg: Mapping[str, Any], data: Any, earlier: tuple[ValidationHook, ...]
     ) -> list[AlignmentHook]:
         """A source with a known alignment (the toy tasks): its valid examples; else the
         corpus probes, or short valid sentences (unscored) for a pair without probes; their
         images mark the guided head and the head the AER hook of `earlier` chooses. None
-        without attention."""
+        without attention. `cfg`: the run's config as plain data (enums as their names)."""
         if not has_attention(cfg):
             return []
-        run_config = plain(cfg)
-        source = data_source(source_name(cfg.data))
+        data_cfg = cfg["data"]
+        source = data_source(source_name(data_cfg))
         if source.known_alignment:
-            return [known_alignment_hook(source, cfg.data, data, run_config, HeadMarks(cfg))]
+            settings = DataConfig.from_mapping(data_cfg)
+            return [known_alignment_hook(source, settings, data, cfg, HeadMarks(cfg))]
         aer = next((hook for hook in earlier if isinstance(hook, AerHook)), None)
         marks = HeadMarks(cfg, aer)
-        probes = probes_for(cfg.data.src_lang, cfg.data.tgt_lang, cfg.logging.probe_file)
+        probes = probes_for(
+            data_cfg["src_lang"], data_cfg["tgt_lang"], cfg["logging"]["probe_file"]
+        )
         if probes:
-            return [probe_hook(probes, data, run_config, marks)]
-        return sample_hooks(cfg, data, run_config, marks)
+            return [probe_hook(probes, data, cfg, marks)]
+        return sample_hooks(cfg, data, marks)
 
     def __call__(self, context: ValidationContext) -> None:
         started = time.perf_counter()
@@ -205,9 +205,10 @@ class AlignmentHook:
 @dataclass
 class HeadMarks:
     """`marks(layers, heads)`: the heads an image marks, for attention of that shape: the
-    guided head of the run's config, and the AER hook's latest choice (which runs first)."""
+    guided head of the run's config (plain data), and the AER hook's latest choice (which
+    runs first)."""
 
-    config: Any = None
+    config: Mapping[str, Any] | None = None
     aer_hook: AerHook | None = None
 
     def __call__(self, layers: int, heads: int) -> list[HeadMark]:
@@ -237,7 +238,11 @@ def probe_hook(
 
 
 def known_alignment_hook(
-    source: Any, data_cfg: Any, data: Any, run_config: Mapping[str, Any], marks: Marks | None = None
+    source: Any,
+    data_cfg: DataConfig,
+    data: Any,
+    run_config: Mapping[str, Any],
+    marks: Marks | None = None,
 ) -> AlignmentHook:
     """Draw the first valid examples, score up to TOY_SCORED of them against the source's
     known alignment (the toy tasks' (anti-)diagonal, `DataSource.alignment`)."""
@@ -256,10 +261,11 @@ def known_alignment_hook(
 
 
 def sample_hooks(
-    cfg: DictConfig, data: Any, run_config: Mapping[str, Any], marks: Marks | None = None
+    cfg: Mapping[str, Any], data: Any, marks: Marks | None = None
 ) -> list[AlignmentHook]:
-    """For a pair without probes: draw `sample_sentences`, score nothing (no gold links)."""
-    pair = f"{cfg.data.src_lang}→{cfg.data.tgt_lang}"
+    """For a pair without probes: draw `sample_sentences`, score nothing (no gold links);
+    `cfg`, the run's config as plain data, names the model in the titles."""
+    pair = f"{cfg['data']['src_lang']}→{cfg['data']['tgt_lang']}"
     shown = sample_sentences(data)
     if not shown:
         log.info(
@@ -275,7 +281,7 @@ def sample_hooks(
         "(set logging.probe_file to score alignments): %s",
         pair, len(shown), SAMPLE_MAX_PIECES, ACCURACY_TAG, texts,
     )  # fmt: skip
-    return [AlignmentHook(shown, [], [], data.tgt_tokenizer, run_config, marks)]
+    return [AlignmentHook(shown, [], [], data.tgt_tokenizer, cfg, marks)]
 
 
 def sample_sentences(data: Any) -> list[ShownSentence]:

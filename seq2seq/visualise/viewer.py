@@ -171,10 +171,10 @@ def viewer_data(
                           "reference": reference, "views": views})  # fmt: skip
     if not sentences:
         raise ViewerError("nothing to show: every input line is empty")
-    config = translator.config
+    data = translator.run_config["data"]
     layers = len(sentences[0]["views"][0]["layers"])  # of the cross-attention, shown first
-    return {"title": title, "pair": f"{config.data.src_lang}→{config.data.tgt_lang}",
-            "model": run_title(config), "sentences": sentences,
+    return {"title": title, "pair": f"{data['src_lang']}→{data['tgt_lang']}",
+            "model": run_title(translator.run_config), "sentences": sentences,
             "alignment": alignment_data(translator, layers)}  # fmt: skip
 
 

@@ -26,8 +26,8 @@ from seq2seq.bounded_files import (
     StructuredFileError,
 )
 from seq2seq.cli import check
+from seq2seq.config.data_presets import PresetError, data_preset
 from seq2seq.data.encode import open_encoded
-from seq2seq.data.installed_presets import PresetError, data_preset
 from seq2seq.data.record import read_record
 from seq2seq.runs.metrics_log import read_series
 from seq2seq.study.aer_rows import AlignerFileError, read_aligners

@@ -69,8 +69,8 @@ def corpus_overrides(size: int, work: Path, root: Path) -> list[str]:
 
 def tatoeba_file(root: Path) -> Path:
     """The repository's copy of the data config's corpus (fetched into data/raw/ if needed)."""
+    from seq2seq.config.data_presets import data_preset
     from seq2seq.data.fetch import fetch
-    from seq2seq.data.installed_presets import data_preset
 
     preset = data_preset(DATA)
     fetch(preset["url"], preset["member"], root=root / "data", sha256=preset["sha256"])

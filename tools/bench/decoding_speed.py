@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 
 from seq2seq.config.build import plain
+from seq2seq.config.data_presets import split_data_config
 from seq2seq.config.search_settings import SearchSettings
-from seq2seq.data.installed_presets import split_data_config
 from seq2seq.data.prepare import prepare
 from seq2seq.metrics import corpus_scores
 from seq2seq.search.translator import Translator

@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 
 from seq2seq.config.build import count_parameters, plain
-from seq2seq.data.installed_presets import split_data_config
+from seq2seq.config.data_presets import split_data_config
 from seq2seq.data.prepare import prepare
 from seq2seq.lab.matmul_ceiling import ceiling_section
 from seq2seq.metrics import corpus_scores

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.config.build import plain
+from seq2seq.config.data_presets import split_data_config
 from seq2seq.config.search_settings import SearchSettings
-from seq2seq.data.installed_presets import split_data_config
 from seq2seq.data.prepare import prepare
 from seq2seq.data.tokenizer import is_unspaced_cjk
 from seq2seq.metrics import GapInterval, corpus_scores, gap_interval
