@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.cli.options import OneLineParser, check_output_files, threads, whole
+from seq2seq.cli.checked_options import OneLineParser, check_output_files, threads, whole
 from seq2seq.config.search_settings import MAX_BATCH
 from seq2seq.lab.attention_diagnostics import diagnose_sources, markdown
 from seq2seq.output_folders import OutputPlaceError, write_output_file

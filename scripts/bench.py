@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from seq2seq.cli.options import (
+from seq2seq.cli.checked_options import (
     MAX_COUNT,
     OneLineParser,
     check_output_files,

@@ -15,8 +15,8 @@ import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.pa
 import argparse
 from pathlib import Path
 
+from seq2seq.cli.checked_options import OneLineParser, whole
 from seq2seq.cli.data import MAX_SYNTH_PAIRS
-from seq2seq.cli.options import OneLineParser, whole
 from seq2seq.output_folders import OutputPlaceError, check_output_file
 from tools.bench.data_scale import DEFAULT_SIZES, build_entry, claim_work, measure_sizes
 from tools.bench.entry import save_entry

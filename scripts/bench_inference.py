@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from seq2seq.cli.options import OneLineParser, check_output_files, count, threads
+from seq2seq.cli.checked_options import OneLineParser, check_output_files, count, threads
 from seq2seq.export import ExportError
 from seq2seq.export.ctranslate2 import export_ctranslate2
 from seq2seq.output_folders import OutputPlaceError

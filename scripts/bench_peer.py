@@ -18,7 +18,7 @@ import datetime
 import sys
 from pathlib import Path
 
-from seq2seq.cli.options import (
+from seq2seq.cli.checked_options import (
     MAX_COUNT,
     OneLineParser,
     check_output_files,

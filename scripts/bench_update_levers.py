@@ -2,7 +2,7 @@
 
     python scripts/bench_update_levers.py --presets default_cpu gru_additive --threads 2 --rounds 5
 
-- the loss: the closed-form label-smoothed cross-entropy of `seq2seq.training.loss`
+- the loss: the closed-form label-smoothed cross-entropy of `seq2seq.training.label_smoothing`
   (`SmoothedTerms`) against the log-softmax/gather/mean formulation it replaced, whose
   gradient autograd assembles (kept here as `autograd_smoothed`);
 - `trainer.keep_freed_memory` on and off (glibc keeps freed blocks for the next update).
@@ -51,7 +51,7 @@ def measure(preset: str, threads: int, loss: str, keep: bool) -> dict:
     """One variant's median seconds per update and GFLOP/s, in this process."""
     from seq2seq.runs.assemble import assemble_trainer
     from seq2seq.runs.compose import preset_config
-    from seq2seq.training import loss as loss_module
+    from seq2seq.training import label_smoothing as loss_module
     from tools.bench.training_speed import StepCounts, measure_training
 
     if loss == "autograd":

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from seq2seq.checkpoint import CheckpointError
-from seq2seq.cli.options import OneLineParser, check_output_files, device
+from seq2seq.cli.checked_options import OneLineParser, check_output_files, device
 from seq2seq.output_folders import OutputPlaceError, writing_file
 from seq2seq.study.alignments import runs_figure
 from seq2seq.training.logger import RunLogger

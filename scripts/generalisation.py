@@ -14,7 +14,7 @@ import _workshop  # noqa: F401  (puts the repository root, and tools/, on sys.pa
 
 from pathlib import Path
 
-from seq2seq.cli.options import OneLineParser, whole
+from seq2seq.cli.checked_options import OneLineParser, whole
 from tools.bench.entry import shown_path
 from tools.bench.generalisation import RARE_COUNT, measure
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.cli.options import check_output_files
+from seq2seq.cli.checked_options import check_output_files
 from tools.bench.entry import save_entry
 from tools.bench.gpu import PRESETS, entry_lines, gpu_facts, known_peak, measure_all
 from tools.bench.speed import PRESETS as ALL_PRESETS

@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from seq2seq.cli.options import OneLineParser, number, threads, whole
+from seq2seq.cli.checked_options import OneLineParser, number, threads, whole
 from seq2seq.config.search_settings import MAX_BEAM
 from seq2seq.serve.process import ServerError, get_json, running_server
 from seq2seq.text_encoding import TextEncodingError, decoded_text

@@ -13,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from seq2seq.cli.options import check_output_files
+from seq2seq.cli.checked_options import check_output_files
 from seq2seq.visualise.screenshot import screenshot_run
 
 

@@ -25,7 +25,9 @@ from types import ModuleType
 from seq2seq import registry
 from seq2seq.align import aer_hook
 from seq2seq.data.sources import tabular, text_pair, toy
-from seq2seq.metrics import aer, loss, text
+from seq2seq.metrics import aer
+from seq2seq.metrics import sacrebleu_scores as text
+from seq2seq.metrics import valid_loss as loss
 from seq2seq.metrics.alignment_accuracy import AlignmentAccuracy
 from seq2seq.models.attention import attention, none, regions, scores
 from seq2seq.models.decoders import cnn as cnn_decoder
@@ -35,7 +37,7 @@ from seq2seq.models.encoders import cnn as cnn_encoder
 from seq2seq.models.encoders import rnn as rnn_encoder
 from seq2seq.models.encoders import transformer as transformer_encoder
 from seq2seq.training import schedules
-from seq2seq.visualise import hooks as image_hooks
+from seq2seq.visualise import alignment_images as image_hooks
 
 # `seq2seq.metrics.alignment_accuracy` is also the function the package exports by that name.
 alignment_accuracy = sys.modules[AlignmentAccuracy.__module__]

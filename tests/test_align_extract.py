@@ -9,8 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from seq2seq.align import attention as align_attention
-from seq2seq.align.attention import teacher_forced_attention, teacher_forced_weights
+from seq2seq.align import teacher_forced as align_attention
 from seq2seq.align.extract import (
     AlignmentError,
     AlignSettings,
@@ -25,6 +24,7 @@ from seq2seq.align.extract import (
 )
 from seq2seq.align.gold import PARTS, as_in_corpus, gold_set
 from seq2seq.align.pharaoh import Links
+from seq2seq.align.teacher_forced import teacher_forced_attention, teacher_forced_weights
 from seq2seq.data.tokenizer import SymbolTokenizer
 from seq2seq.search import Hypothesis
 from seq2seq.search.translator import Translation, Translator

@@ -1,6 +1,6 @@
 """`seq2seq-align` and `seq2seq-translate --alignments` end to end: a GRU with additive
 attention trained briefly on the toy `reverse` task must align the anti-diagonal (target j
-↔ source n-1-j, `seq2seq.data.toy.gold_alignment`), and every output must parse back."""
+↔ source n-1-j, `seq2seq.data.toy_tasks.gold_alignment`), and every output must parse back."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from helpers import compose_config, run_main
 from seq2seq.align.extract import AlignmentError
 from seq2seq.align.pharaoh import Links, format_links, parse_links, read_links
 from seq2seq.cli import align, translate
-from seq2seq.data.toy import ToySpec, gold_alignment, toy_splits
+from seq2seq.data.toy_tasks import ToySpec, gold_alignment, toy_splits
 from seq2seq.metrics.aer import corpus_counts
 from seq2seq.runs.assemble import train_and_test
 

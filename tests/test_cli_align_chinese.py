@@ -14,13 +14,13 @@ import torch
 from helpers import compose_config, run_main, toy_corpus_lines
 
 from seq2seq.align import extract
-from seq2seq.align.attention import teacher_forced_weights
 from seq2seq.align.extract import AlignSettings, align_pairs, links_from_attention, pair_weights
 from seq2seq.align.gold import gold_set
 from seq2seq.align.model_aer import gold_side
 from seq2seq.align.pharaoh import Links, format_links, parse_links
 from seq2seq.align.statistical import symmetrise
 from seq2seq.align.symmetric import SYMMETRISATIONS, harmonic_mean
+from seq2seq.align.teacher_forced import teacher_forced_weights
 from seq2seq.align.words import words
 from seq2seq.cli import align
 from seq2seq.data.fetch import MIRROR_ENV

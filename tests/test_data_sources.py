@@ -21,7 +21,7 @@ from seq2seq.data.settings import DataConfig
 from seq2seq.data.sources import CorpusSource, DataSource, LocatedCorpus, data_source
 from seq2seq.data.sources.text_pair import TextPairSource
 from seq2seq.data.split import write_split_stream
-from seq2seq.data.toy import gold_alignment
+from seq2seq.data.toy_tasks import gold_alignment
 
 SIZES = {"train": 160, "valid": 12, "test": 10}
 # The keys the release before sources computed for the installed corpus presets (with a

@@ -7,7 +7,7 @@ import pytest
 from seq2seq.data.prepare import prepare
 from seq2seq.data.settings import DataConfig
 from seq2seq.data.tokenizer import SymbolTokenizer
-from seq2seq.data.toy import ToySpec, gold_alignment, toy_splits
+from seq2seq.data.toy_tasks import ToySpec, gold_alignment, toy_splits
 
 SIZES = {"train": 300, "valid": 40, "test": 30}
 

@@ -15,7 +15,7 @@ import torch
 from helpers import LEXICON, TINY_TOY, compose_config
 
 from seq2seq.align import training_links as guidance_module
-from seq2seq.align.attention import read_later, teacher_forced_weights
+from seq2seq.align.teacher_forced import read_later, teacher_forced_weights
 from seq2seq.align.training_links import (
     NO_LINKS,
     check_links_source,

@@ -1,4 +1,4 @@
-"""The label-smoothed loss (seq2seq.training.loss) against PyTorch's own cross-entropy:
+"""The label-smoothed loss (seq2seq.training.label_smoothing) against PyTorch's own cross-entropy:
 values, gradients and padding, and its closed-form backward against autograd's."""
 
 import pytest
@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from seq2seq.special_tokens import PAD_ID
-from seq2seq.training.loss import (
+from seq2seq.training.label_smoothing import (
     SmoothedTerms,
     label_smoothed_nll,
     sentence_label_smoothed_nll,

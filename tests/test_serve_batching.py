@@ -1,4 +1,4 @@
-"""The service's queue and limits (`seq2seq.serve.batching`, `seq2seq.serve.limits`), with
+"""The service's queue and limits (`seq2seq.serve.request_queue`, `seq2seq.serve.limits`), with
 a stand-in for the model: batches never overflow, jobs are answered with their own slice,
 chunk by chunk, a cancelled or withdrawn job is dropped (queued: at once; running: before
 its next chunk), so is the rest of a job past its deadline, a failure reaches only the job
@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from seq2seq.serve.batching import BatchQueue, DeadlinePassed, QueueClosed, QueueFull
 from seq2seq.serve.limits import Limits, LimitsError, request_problem
+from seq2seq.serve.request_queue import BatchQueue, DeadlinePassed, QueueClosed, QueueFull
 
 
 class Recorder:

@@ -1,4 +1,4 @@
-"""The alignment hook (`seq2seq.visualise.hooks`) writes one image tag per sentence and the
+"""The alignment hook (`seq2seq.visualise.alignment_images`) writes one image tag per sentence and the
 accuracy to TensorBoard; the AER hook (`seq2seq.align.aer_hook`) writes AER, precision and
 recall on the valid part of the gold set. Both are registered hooks (`validation_hooks`
 makes a run's, the AER hook first) and report their metric."""
@@ -33,7 +33,7 @@ from seq2seq.search import Hypothesis
 from seq2seq.special_tokens import EOS_PIECE
 from seq2seq.training.hooks import ValidationContext, produced_metrics, validation_hooks
 from seq2seq.training.logger import RunLogger
-from seq2seq.visualise.hooks import (
+from seq2seq.visualise.alignment_images import (
     ACCURACY_TAG,
     SAMPLE_MAX_PIECES,
     SAMPLE_SHOWN,
@@ -218,9 +218,9 @@ def test_a_pair_without_probes_shows_short_valid_sentences_without_accuracy(tmp_
     cfg = compose_config([o for o in TINY_TOY if not o.startswith("data")] + overrides)
     assert probes_for("ko", "en") == [] and cfg.logging.probe_file is None
     data = prepare(plain(cfg.data))
-    with caplog.at_level(logging.INFO, logger="seq2seq.visualise.hooks"):
+    with caplog.at_level(logging.INFO, logger="seq2seq.visualise.alignment_images"):
         (hook,) = validation_hooks(plain(cfg), data)
-    messages = [r.getMessage() for r in caplog.records if r.name == "seq2seq.visualise.hooks"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "seq2seq.visualise.alignment_images"]
     context = _context(cfg, data, tmp_path, step=4)
     hook(context)
     context.logger.close()

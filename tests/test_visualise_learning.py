@@ -16,7 +16,7 @@ from helpers import TINY_TOY, compose_config
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from seq2seq.runs.assemble import train_and_test
-from seq2seq.visualise.hooks import ACCURACY_TAG
+from seq2seq.visualise.alignment_images import ACCURACY_TAG
 
 FAST_TOY = [
     "data.source.train_size=2000",

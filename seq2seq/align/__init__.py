@@ -2,7 +2,7 @@
 
 * `pharaoh`: read and write `i-j` link files (sure and possible links, 0- or 1-based);
 * `words`: which word of its text each subword piece belongs to;
-* `attention`: a model's teacher-forced attention, every layer and head;
+* `teacher_forced`: a model's teacher-forced attention, every layer and head;
 * `extract`: word links from attention (layer, head or head mean, argmax or threshold);
 * `head_choice`: the candidate layers × heads and head means, and the lowest AER among them;
 * `gold`: the hand-aligned gold sets shipped in `gold/` (read in either direction);

@@ -20,7 +20,7 @@ viewer use it by default (`seq2seq.align.defaults`).
 Models with attention=none get no hook, nor does a source with a known alignment (the toy
 tasks): its alignment accuracy scores the same thing. The hook is the registered validation
 hook `aer` (`seq2seq.training.hooks`), registered before the alignment images
-(`seq2seq.visualise.hooks`), which import it and mark the head it chooses. It reports the
+(`seq2seq.visualise.alignment_images`), which import it and mark the head it chooses. It reports the
 validation metric `aer` (the head mean's `valid/aer`), which `trainer.select_metric` can
 select.
 """
@@ -160,6 +160,6 @@ def aer_hooks(cfg: Mapping[str, Any], data: Any) -> list[AerHook]:
     return [AerHook(examples, config=cfg)]
 
 
-# Registered before the alignment images (`seq2seq.visualise.hooks`, which imports this
+# Registered before the alignment images (`seq2seq.visualise.alignment_images`, which imports this
 # module first), as the images mark the head this hook chooses.
 registry.register("hook", "aer")(AerHook)

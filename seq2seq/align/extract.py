@@ -30,9 +30,9 @@ from typing import NamedTuple
 
 import torch
 
-from seq2seq.align.attention import read_later, teacher_forced_weights
 from seq2seq.align.gold import as_in_corpus
 from seq2seq.align.pharaoh import Link, Links
+from seq2seq.align.teacher_forced import read_later, teacher_forced_weights
 from seq2seq.align.words import attach_punctuation, piece_words, words
 from seq2seq.data.languages import is_unspaced_cjk
 from seq2seq.data.tokenizer import Tokenizer

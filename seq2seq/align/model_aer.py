@@ -9,7 +9,7 @@ Four steps, each done once however many readings are scored:
    (`worded_sentence`); a pair with an empty side is left out;
 2. attend (`GoldAttention.of`): the teacher-forced attention of every pair, (layers, heads,
    tgt_len, src_len), a guided model's rows read `alignment.shift` steps later
-   (`seq2seq.align.attention`);
+   (`seq2seq.align.teacher_forced`);
 3. read: word links under `AlignSettings` (layer, head or head mean, argmax or threshold;
    `links_from_attention`), or under every layer × head and head mean at once
    (`seq2seq.align.head_choice.candidate_links`);
@@ -34,12 +34,12 @@ from typing import Any
 
 import torch
 
-from seq2seq.align.attention import teacher_forced_weights
 from seq2seq.align.defaults import guided_mark
 from seq2seq.align.extract import AlignSettings, Sentence, links_from_attention, worded_sentence
 from seq2seq.align.gold import GoldPair, as_in_corpus, gold_set
 from seq2seq.align.head_choice import HeadScore, candidate_links, candidates
 from seq2seq.align.pharaoh import Links
+from seq2seq.align.teacher_forced import teacher_forced_weights
 from seq2seq.data.settings import source_name
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.metrics.aer import AlignmentCounts, corpus_counts, pair_counts

@@ -53,7 +53,7 @@ from seq2seq.data.batching import ParallelData
 from seq2seq.data.links import GuidedSplit, PieceLinks, cached_links, stored_rows
 from seq2seq.data.settings import source_name
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.data.toy import gold_alignment
+from seq2seq.data.toy_tasks import gold_alignment
 
 log = logging.getLogger(__name__)
 

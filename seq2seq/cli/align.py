@@ -48,6 +48,7 @@ from seq2seq.align.extract import EXTRACTIONS, AlignmentError, AlignSettings, al
 from seq2seq.align.pharaoh import Links, check_links_fit, parse_lines, write_links
 from seq2seq.align.symmetric import DEFAULT_SYMMETRISATION, SYMMETRISATIONS, symmetric_pairs
 from seq2seq.align.words import words
+from seq2seq.cli.checked_options import OneLineParser, check_output_files, device
 from seq2seq.cli.common import (
     InputError,
     load_translator,
@@ -55,7 +56,6 @@ from seq2seq.cli.common import (
     plugin_argument,
     read_text_lines,
 )
-from seq2seq.cli.options import OneLineParser, check_output_files, device
 from seq2seq.metrics.aer import AlignmentCounts, corpus_counts
 from seq2seq.output_folders import OutputPlaceError, writing_file
 

@@ -34,8 +34,8 @@ from seq2seq.align.statistical import (
     evaluate_baseline,
     gold_parts,
 )
+from seq2seq.cli.checked_options import OneLineParser, check_output_files, number, whole
 from seq2seq.cli.common import InputError, one_line, read_text_lines
-from seq2seq.cli.options import OneLineParser, check_output_files, number, whole
 from seq2seq.config.value_checks import thread_limit
 from seq2seq.output_folders import OutputPlaceError, writing_file
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from seq2seq import registry
 from seq2seq.bounded_files import StructuredFileError, parse_yaml_text
+from seq2seq.cli.checked_options import OneLineParser
 from seq2seq.cli.common import one_line
-from seq2seq.cli.options import OneLineParser
 from seq2seq.option_rules import OptionError
 from seq2seq.plugins import PluginError, import_plugins
 from seq2seq.testing import CHECKS, CheckResult, check_component, checks_of

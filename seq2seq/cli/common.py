@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import get_type_hints
 
 from seq2seq.checkpoint import CheckpointError
-from seq2seq.cli.options import device
+from seq2seq.cli.checked_options import device
 from seq2seq.config.build import ConfigError
 from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
 from seq2seq.files import opened_for_reading
@@ -87,7 +87,7 @@ def option_name(setting: str) -> str:
 
 def checked_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> SearchSettings:
     """The search settings of the options, or one error line and exit code 2 (`--device`
-    is checked while parsing, `seq2seq.cli.options.device`)."""
+    is checked while parsing, `seq2seq.cli.checked_options.device`)."""
     try:
         return settings_from(args)
     except SearchSettingsError as error:

@@ -40,8 +40,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 
+from seq2seq.cli.checked_options import check_device
 from seq2seq.cli.hydra_places import check_config_folders, run_hydra_app
-from seq2seq.cli.options import check_device
 from seq2seq.study.aer_rows import AlignerFileError
 from seq2seq.study.comparison import CompareConfig, StageError, run_comparison
 from seq2seq.study.launch import SweepFailed

@@ -35,8 +35,8 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from seq2seq.cli.checked_options import OneLineParser, whole
 from seq2seq.cli.hydra_places import check_config_folders, run_hydra_app
-from seq2seq.cli.options import OneLineParser, whole
 from seq2seq.config.data_presets import PresetError, data_preset, one_line
 from seq2seq.config.schema import register_configs
 from seq2seq.configs import SEARCH_PATH

@@ -33,6 +33,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from seq2seq.cli.checked_options import OneLineParser
 from seq2seq.cli.common import (
     InputError,
     checked_settings,
@@ -41,7 +42,6 @@ from seq2seq.cli.common import (
     read_text_lines,
     search_arguments,
 )
-from seq2seq.cli.options import OneLineParser
 from seq2seq.config.build import plain
 from seq2seq.config.data_presets import PresetError, split_data_config
 from seq2seq.data.corpus import CorpusError

@@ -26,8 +26,8 @@ from pathlib import Path
 from seq2seq.align.defaults import default_settings
 from seq2seq.align.extract import AlignmentError
 from seq2seq.checkpoint import CheckpointError
+from seq2seq.cli.checked_options import OneLineParser
 from seq2seq.cli.common import one_line, plugin_argument
-from seq2seq.cli.options import OneLineParser
 from seq2seq.config.build import ConfigError
 from seq2seq.export import QUANTIZATIONS, AlignmentHead, ExportError, export_ctranslate2
 from seq2seq.output_folders import OutputPlaceError

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import torch
 
+from seq2seq.cli.checked_options import OneLineParser, device_or_auto, seed, threads_or_all, whole
 from seq2seq.cli.common import one_line
-from seq2seq.cli.options import OneLineParser, device_or_auto, seed, threads_or_all, whole
 from seq2seq.lab.catalogue import experiments
 from seq2seq.lab.experiment import Experiment, LabContext
 from seq2seq.lab.page import LabRun, Machine, this_machine, write_index, write_page

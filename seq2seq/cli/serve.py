@@ -31,8 +31,8 @@ from typing import Any, get_type_hints
 import torch
 
 from seq2seq.checkpoint import CheckpointError
+from seq2seq.cli.checked_options import OneLineParser, port, threads
 from seq2seq.cli.common import checked_settings, one_line, search_arguments
-from seq2seq.cli.options import OneLineParser, port, threads
 from seq2seq.config.build import ConfigError
 from seq2seq.plugins import PluginError, import_plugins
 from seq2seq.quantization import QuantizationError

@@ -44,6 +44,7 @@ from pathlib import Path
 from seq2seq.align.defaults import DefaultSettings, default_settings, head_marks
 from seq2seq.align.extract import AlignmentError, AlignSettings, translation_links
 from seq2seq.align.pharaoh import Links, format_links
+from seq2seq.cli.checked_options import OneLineParser, check_output_files
 from seq2seq.cli.common import (
     InputError,
     checked_settings,
@@ -53,12 +54,11 @@ from seq2seq.cli.common import (
     read_text_lines,
     search_arguments,
 )
-from seq2seq.cli.options import OneLineParser, check_output_files
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.output_folders import OutputPlaceError, writing_file
 from seq2seq.search.translator import Translation, Translator
 from seq2seq.visualise.probes import Probe, probes_for
-from seq2seq.visualise.text import attention_matrix_text
+from seq2seq.visualise.text_matrix import attention_matrix_text
 
 
 def build_parser() -> argparse.ArgumentParser:

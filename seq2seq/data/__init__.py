@@ -13,7 +13,7 @@ One module per step, in pipeline order (`prepare.prepare(cfg)` runs them all):
 * `encode`    - ids of every split, cached on disk as arrays
 * `batching`  - `ParallelData` (in memory, or lazy over arrays), `Batch`, `collate`,
   `TokenBatchSampler`
-* `toy`       - copy / reverse tasks with a known alignment
+* `toy_tasks` - copy / reverse tasks with a known alignment
 * `links`     - piece links of the training split (guided alignment), cached, batched
 * `record`    - the record of a finished preparation, so a later start skips the corpus
 * `sources`   - where the pairs come from, one registered source per `data.source`: a

@@ -67,7 +67,7 @@ from seq2seq.lab.lab_models import TATOEBA_STEPS, gru_model
 from seq2seq.lab.training import TrainedRun, run_overrides, trained
 from seq2seq.models.attention import Attention
 from seq2seq.runs.metrics_log import read_series
-from seq2seq.training.loss import sentence_label_smoothed_nll
+from seq2seq.training.label_smoothing import sentence_label_smoothed_nll
 from seq2seq.training.reinforce import (
     recording,
     reinforce_surrogate,

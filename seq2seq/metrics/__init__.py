@@ -1,8 +1,8 @@
 """Every metric in one place: one module per metric family, each registered with its direction.
 
-* `seq2seq.metrics.text`: corpus BLEU, chrF and TER (sacrebleu), the one scoring path for
+* `seq2seq.metrics.sacrebleu_scores`: corpus BLEU, chrF and TER (sacrebleu), the one scoring path for
   validation, test and the command lines (`corpus_scores`).
-* `seq2seq.metrics.loss`: the teacher-forced valid loss and perplexity.
+* `seq2seq.metrics.valid_loss`: the teacher-forced valid loss and perplexity.
 * `seq2seq.metrics.aer`: precision, recall and AER of word links (Och & Ney 2003).
 * `seq2seq.metrics.alignment_accuracy`: the share of target tokens whose attention argmax
   falls on their gold source positions.
@@ -26,7 +26,12 @@ from seq2seq.metrics.base import (
     metrics_of,
     validation_metric,
 )
-from seq2seq.metrics.loss import perplexity
+from seq2seq.metrics.sacrebleu_scores import (
+    bleu_tokenizer,
+    corpus_scores,
+    format_score,
+    format_scores,
+)
 from seq2seq.metrics.significance import (
     BOOTSTRAP_RESAMPLES,
     SIGNIFICANCE_LEVEL,
@@ -35,7 +40,7 @@ from seq2seq.metrics.significance import (
     gap_interval,
     paired_bootstrap,
 )
-from seq2seq.metrics.text import bleu_tokenizer, corpus_scores, format_score, format_scores
+from seq2seq.metrics.valid_loss import perplexity
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",

@@ -21,9 +21,9 @@ Why teacher forcing: the reference gives every model the same target positions, 
 number compares models and training steps (greedy outputs differ and would not line up).
 
 The metric `alignment_accuracy` (higher is better) is reported by the alignment hook
-(`seq2seq.visualise.hooks`): on the valid split for the toy tasks, on the probes' references
+(`seq2seq.visualise.alignment_images`): on the valid split for the toy tasks, on the probes' references
 for a corpus with probes. The teacher-forced attention it scores comes from
-`seq2seq.align.attention`.
+`seq2seq.align.teacher_forced`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seq2seq.data.toy import gold_alignment
+from seq2seq.data.toy_tasks import gold_alignment
 from seq2seq.metrics.base import HookMetric, validation_metric
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from sacrebleu.significance import PairedTest
 
-from seq2seq.metrics.text import Bleu, check_corpus
+from seq2seq.metrics.sacrebleu_scores import Bleu, check_corpus
 
 BOOTSTRAP_RESAMPLES = 1000
 SIGNIFICANCE_LEVEL = 0.05

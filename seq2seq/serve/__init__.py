@@ -4,7 +4,7 @@
 * `json_bodies`: the JSON of `POST /translate`, `GET /health` and `GET /models` (pydantic);
 * `backends`: a loaded model behind one interface: the PyTorch `Translator` or a CTranslate2
   export (`TorchEngine`, `CTranslate2Engine`): translations, Pharaoh links, viewer views;
-* `batching`: the bounded queue whose one worker thread merges the requests of many clients
+* `request_queue`: the bounded queue whose one worker thread merges the requests of many clients
   into batches and drops the work nobody awaits any more (`BatchQueue`);
 * `hosts`: the names a request's `Host` may give (against DNS rebinding);
 * `page`: the page at `/`, the attention viewer (`seq2seq.visualise.viewer`) with a text box;
@@ -13,7 +13,7 @@
 * `process`: a server in a subprocess on a free loopback port (the browser and load tests);
 
 FastAPI and uvicorn are the optional extra `serve` (`pip install 'seq2seq-attention[serve]'`),
-imported only by `app`, `server` and the command line; `limits`, `batching`, `hosts` and
+imported only by `app`, `server` and the command line; `limits`, `request_queue`, `hosts` and
 `process` need the standard library alone. The load tester is workshop code
 (`tools/serve_load.py`, run by `scripts/serve_load.py`).
 """

@@ -6,7 +6,7 @@
     GET  /models      the loaded model: language pair, architecture, parameters, alignment head
     GET  /            the attention viewer with a text box (`seq2seq.serve.page`)
 
-A translation request is read and checked here, then queued (`seq2seq.serve.batching`): the
+A translation request is read and checked here, then queued (`seq2seq.serve.request_queue`): the
 one worker thread translates what is queued in batches, requests with the same search
 settings together, and each request awaits its own answer. Every error is JSON
 `{"error": "one line"}`: 400 for a body that is not JSON or a `Host` the service does not
@@ -48,7 +48,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
 from seq2seq.serve.backends import BatchKey, Engine, sentence_results
-from seq2seq.serve.batching import BatchQueue, DeadlinePassed, Job, QueueClosed, QueueFull
 from seq2seq.serve.hosts import LOOPBACK_NAMES, header_host
 from seq2seq.serve.json_bodies import (
     Health,
@@ -60,6 +59,7 @@ from seq2seq.serve.json_bodies import (
 )
 from seq2seq.serve.limits import Limits, LimitsError, request_problem
 from seq2seq.serve.page import page_html
+from seq2seq.serve.request_queue import BatchQueue, DeadlinePassed, Job, QueueClosed, QueueFull
 
 log = logging.getLogger(__name__)
 ERRORS: dict[int | str, dict[str, Any]] = {

@@ -21,8 +21,8 @@ from seq2seq.study.reading import (
     run_titles,
     runs_below,
 )
-from seq2seq.visualise.comparison import alignment_panel, default_sentence
 from seq2seq.visualise.heatmap import AlignmentPanel, draw_comparison
+from seq2seq.visualise.side_by_side import alignment_panel, default_sentence
 
 log = logging.getLogger(__name__)
 

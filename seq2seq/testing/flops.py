@@ -54,7 +54,7 @@ from seq2seq.testing.inputs import (
 )
 from seq2seq.testing.results import Violation, expect
 from seq2seq.testing.subject import CHECK_LAYERS, CHECK_WIDTH, PARTNERS, Subject, tiny
-from seq2seq.training.loss import sentence_label_smoothed_nll
+from seq2seq.training.label_smoothing import sentence_label_smoothed_nll
 from seq2seq.training.reinforce import recording
 
 TRAINING_TOLERANCE = 0.10  # relative: training_flops against the counted forward + backward

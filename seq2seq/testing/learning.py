@@ -1,7 +1,7 @@
 """Check `learning`: a tiny model with the component learns the copy task, and attends on
 the diagonal.
 
-The copy task (`seq2seq.data.toy`): sources of 3-8 symbols out of 10, targets the same
+The copy task (`seq2seq.data.toy_tasks`): sources of 3-8 symbols out of 10, targets the same
 symbols, so target position j translates source position j. The tiny model (`Subject.model`
 at width 32, one layer per stack, no dropout) trains in cycles of `STEPS` AdamW steps on
 batches of `BATCH_SIZE` (a one-cycle learning rate up to `PEAK_LR`, gradients clipped at
@@ -36,11 +36,11 @@ import torch.nn.functional as F
 from seq2seq.config.build import plain
 from seq2seq.data.batching import Batch, collate
 from seq2seq.data.tokenizer import SymbolTokenizer
-from seq2seq.data.toy import ToySpec, toy_splits
+from seq2seq.data.toy_tasks import ToySpec, toy_splits
 from seq2seq.special_tokens import EOS_ID, PAD_ID
 from seq2seq.testing.results import Violation
 from seq2seq.testing.subject import Subject
-from seq2seq.training.loss import sentence_label_smoothed_nll
+from seq2seq.training.label_smoothing import sentence_label_smoothed_nll
 from seq2seq.training.reinforce import recording
 
 SYMBOLS, MIN_LEN, MAX_LEN = 10, 3, 8

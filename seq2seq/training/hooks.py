@@ -12,7 +12,7 @@ and `earlier` holds the hooks made so far, in registration order, so a hook may 
 one registered before it. `validation_hooks`
 asks every registered class; a user's plugin registers its own the same way. The built-in
 ones, in the order they run: `aer` (`seq2seq.align.aer_hook`: AER on the valid gold pairs,
-the head chosen) and `alignment` (`seq2seq.visualise.hooks`: images, alignment accuracy).
+the head chosen) and `alignment` (`seq2seq.visualise.alignment_images`: images, alignment accuracy).
 This module imports neither: both sit above training, and the registry loads them.
 
 A hook may report validation metrics with `context.report(name, value)`, and lists the

@@ -5,7 +5,7 @@ Each objective has `loss(model, batch) -> LossParts`: a teacher-forced forward p
 (the trainer divides by their number and backpropagates `parts.loss`).
 
 * `CrossEntropy`, the plain objective: label-smoothed cross-entropy (Szegedy et al. 2016,
-  `seq2seq.training.loss`)
+  `seq2seq.training.label_smoothing`)
 
       L = Σ_t (1 − ε)·NLL_t + ε·uniform_t
 
@@ -46,7 +46,7 @@ from seq2seq.data.batching import Batch
 from seq2seq.special_tokens import PAD_ID
 from seq2seq.training import reinforce
 from seq2seq.training.guided_alignment import Guidance, guided_loss
-from seq2seq.training.loss import label_smoothed_nll, sentence_label_smoothed_nll
+from seq2seq.training.label_smoothing import label_smoothed_nll, sentence_label_smoothed_nll
 from seq2seq.training.precision import Autocast
 
 

@@ -2,7 +2,7 @@
 
 bf16 autocast with `trainer.precision=bf16`, and with `auto` on CUDA; float32 otherwise.
 Under autocast the matrix products run in bf16, while the weights, the optimiser state and
-the loss (`seq2seq.training.loss` computes it from float32 logits) stay in float32.
+the loss (`seq2seq.training.label_smoothing` computes it from float32 logits) stay in float32.
 """
 
 from __future__ import annotations

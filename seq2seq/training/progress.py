@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.data.batching import Batch
-from seq2seq.metrics.loss import perplexity
+from seq2seq.metrics.valid_loss import perplexity
 from seq2seq.training.objectives import LossParts
 
 log = logging.getLogger(__name__)

@@ -63,8 +63,8 @@ from seq2seq.search.batched import translate_ids
 from seq2seq.training import distributed
 from seq2seq.training.averaging import Snapshots
 from seq2seq.training.hooks import ValidationContext, ValidationHook
+from seq2seq.training.label_smoothing import label_smoothed_nll
 from seq2seq.training.logger import RunLogger, sample_table
-from seq2seq.training.loss import label_smoothed_nll
 from seq2seq.training.objectives import LossParts, Objective, scheduled_inputs
 from seq2seq.training.precision import autocast_for
 from seq2seq.training.progress import LogWindow, MetricsFile, Progress, ProgressDisplay

@@ -2,7 +2,7 @@
 
 The metric itself, `alignment_accuracy`, and the toy tasks' gold links are defined in
 `seq2seq.metrics.alignment_accuracy`; the teacher-forced attention it scores comes from
-`seq2seq.align.attention` (word alignments need it and sit below this layer), whose names
+`seq2seq.align.teacher_forced` (word alignments need it and sit below this layer), whose names
 stay importable from here for the drawings.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import torch
 
-from seq2seq.align.attention import attention_summary as attention_summary
-from seq2seq.align.attention import teacher_forced_attention
+from seq2seq.align.teacher_forced import attention_summary as attention_summary
+from seq2seq.align.teacher_forced import teacher_forced_attention
 from seq2seq.metrics.alignment_accuracy import alignment_accuracy, toy_links
 
 

@@ -44,7 +44,7 @@ from seq2seq import registry
 from seq2seq.align.defaults import HeadMark
 from seq2seq.models.attention.options import attention_choice, component_node
 from seq2seq.visualise.fonts import cjk_font_family
-from seq2seq.visualise.text import WORD_BOUNDARY, display_width
+from seq2seq.visualise.text_matrix import WORD_BOUNDARY, display_width
 
 SHOWN_BOUNDARY = "␣"
 COLOUR_MAP = "Blues"

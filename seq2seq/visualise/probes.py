@@ -33,7 +33,7 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.metrics.alignment_accuracy import Link
 from seq2seq.special_tokens import EOS_PIECE
 from seq2seq.text_encoding import decoded_text
-from seq2seq.visualise.text import WORD_BOUNDARY
+from seq2seq.visualise.text_matrix import WORD_BOUNDARY
 
 PROBE_FOLDER = Path(__file__).with_name("probes")
 LINK_MARK, SOURCE_SEPARATOR, OCCURRENCE_MARK = "=", "+", "#"

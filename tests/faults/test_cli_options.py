@@ -1,7 +1,7 @@
 """Command-line values out of range, given to every command that takes them: thread
 counts (`--threads 100000` used to end `seq2seq-lab` in a segmentation fault), device names
 (`--device banana` used to start the lab's experiments and fail inside each), ports, seeds
-and counts. Each is refused while the options are parsed (`seq2seq.cli.options`): exit
+and counts. Each is refused while the options are parsed (`seq2seq.cli.checked_options`): exit
 code 2, one line on stderr naming the option, nothing on stdout, nothing written in the
 working folder; `trainer.threads` and seq2seq-compare's counts the same way at start-up.
 """

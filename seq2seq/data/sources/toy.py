@@ -1,6 +1,6 @@
 """`data.source.name=toy`: copy or reverse a random symbol sequence, generated in memory.
 
-The source's option `task` picks the task (`ToyOptions`, `seq2seq.data.toy`): both sides
+The source's option `task` picks the task (`ToyOptions`, `seq2seq.data.toy_tasks`): both sides
 use the symbol vocabulary (4 specials + `vocab_size` letters), nothing is downloaded or
 written, and the alignment is known: target position j copies source position j (copy,
 the diagonal) or n − 1 − j (reverse, the anti-diagonal), so the alignment hook scores
@@ -18,7 +18,7 @@ from seq2seq.data.prepare import PreparedData, finish
 from seq2seq.data.settings import DataConfig, check_choice, check_positive
 from seq2seq.data.sources.base import DataSource
 from seq2seq.data.tokenizer import TOY_SYMBOLS, SymbolTokenizer
-from seq2seq.data.toy import TASKS, ToySpec, gold_alignment, toy_splits
+from seq2seq.data.toy_tasks import TASKS, ToySpec, gold_alignment, toy_splits
 
 SIZE_KEYS = {"train": "train_size", "valid": "valid_size", "test": "test_size"}
 

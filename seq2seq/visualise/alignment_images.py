@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 from seq2seq import registry
 from seq2seq.align.aer_hook import AerHook, has_attention
-from seq2seq.align.attention import teacher_forced_attention
 from seq2seq.align.defaults import HeadMark, chosen_mark, guided_mark
+from seq2seq.align.teacher_forced import teacher_forced_attention
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.settings import DataConfig, source_name
 from seq2seq.data.sources import data_source
