@@ -56,4 +56,6 @@ BUILT_IN_MODULES: dict[str, tuple[ModuleType, ...]] = {
     "hook": (aer_hook, image_hooks),
 }
 
-registry.built_ins_loaded()
+registry.built_ins_loaded(
+    {group: [module.__name__ for module in modules] for group, modules in BUILT_IN_MODULES.items()}
+)

@@ -45,7 +45,7 @@ None for a built-in) and an error or a checkpoint can name its plugin.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -228,9 +228,20 @@ def _unknown(group: str, name: str) -> UnknownComponent:
     return UnknownComponent(f"{group} must be one of {tuple(_registry[group])}, got {name!r}")
 
 
-def built_ins_loaded() -> None:
+def built_ins_loaded(module_order: Mapping[str, Sequence[str]]) -> None:
     """Open the table for lookups: called by `seq2seq.built_ins` once it has imported
-    every module that registers a built-in."""
+    every module that registers a built-in. `module_order` gives, per group, the modules'
+    names in the order their components are offered (in messages and the reference), so
+    that the order does not depend on the order of the imports; within a module, the
+    order of its source."""
+    for group, modules in module_order.items():
+        rank = {module: place for place, module in enumerate(modules)}
+        table = _registry[group]
+        ordered = sorted(
+            table.values(), key=lambda c: rank.get(c.builder.__module__, len(rank))
+        )  # sorted() is stable: a module's components keep their order
+        table.clear()
+        table.update((component.name, component) for component in ordered)
     _state["loaded"] = True
 
 
