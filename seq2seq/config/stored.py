@@ -53,7 +53,7 @@ from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from seq2seq import registry
 from seq2seq.checkpoint import MAX_PLUGIN_TEXT, MAX_PLUGINS
-from seq2seq.config.build import ConfigError, allowed_target
+from seq2seq.config.build import ConfigError, allowed_target, plain
 from seq2seq.config.schema import (
     BUILDABLE_GROUPS,
     HYDRA_KEYS,
@@ -118,7 +118,7 @@ def validated_config(raw: Any) -> DictConfig:
 def config_as_data(config: DictConfig) -> dict[str, Any]:
     """A validated config as plain data (resolved, enums as their names): what the layers
     below the door (search, align, visualise, ...) read, never the DictConfig itself."""
-    return OmegaConf.to_container(config, resolve=True, enum_to_str=True)  # type: ignore[return-value]
+    return plain(config)
 
 
 def current_layout(raw: Mapping[str, Any]) -> dict[str, Any]:
