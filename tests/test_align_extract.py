@@ -18,6 +18,7 @@ from seq2seq.align.extract import (
     as_the_model_reads,
     extract_links,
     links_from_attention,
+    reading_langs,
     select_weights,
     translation_links,
     word_weights,
@@ -233,3 +234,20 @@ def test_teacher_forced_weights_keep_every_layer_and_head():
 def test_the_visualisation_imports_the_same_teacher_forcing():
     assert visualise_alignment.teacher_forced_attention is align_attention.teacher_forced_attention
     assert visualise_alignment.attention_summary is align_attention.attention_summary
+
+
+def test_a_joint_tokenizer_reads_each_side_in_its_own_language():
+    """One sentencepiece model for both sides is named `<src>-<tgt>`: Chinese is still read
+    without spaces on the source side and English as written on the target side."""
+    joint = SimpleNamespace(lang="zh-en")
+    both = SimpleNamespace(src_tokenizer=joint, tgt_tokenizer=joint)
+    assert reading_langs(both) == ("zh", "en")
+    apart = SimpleNamespace(
+        src_tokenizer=SimpleNamespace(lang="en"), tgt_tokenizer=SimpleNamespace(lang="zh")
+    )
+    assert reading_langs(apart) == ("en", "zh")
+    symbols = SymbolTokenizer(10)  # the toy tasks: one tokenizer of symbols for both sides
+    assert (
+        reading_langs(SimpleNamespace(src_tokenizer=symbols, tgt_tokenizer=symbols))
+        == (symbols.lang,) * 2
+    )

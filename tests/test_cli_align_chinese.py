@@ -14,9 +14,15 @@ import torch
 from helpers import compose_config, run_main, toy_corpus_lines
 
 from seq2seq.align import extract
-from seq2seq.align.extract import AlignSettings, align_pairs, links_from_attention, pair_weights
+from seq2seq.align.extract import (
+    AlignSettings,
+    Sentence,
+    align_pairs,
+    links_from_attention,
+    pair_weights,
+)
 from seq2seq.align.gold import gold_set
-from seq2seq.align.model_aer import gold_side
+from seq2seq.align.model_aer import GoldAttention, aligned_gold, encoded_gold
 from seq2seq.align.pharaoh import Links, format_links, parse_links
 from seq2seq.align.statistical import symmetrise
 from seq2seq.align.symmetric import SYMMETRISATIONS, harmonic_mean
@@ -26,6 +32,7 @@ from seq2seq.cli import align
 from seq2seq.data.fetch import MIRROR_ENV
 from seq2seq.runs.assemble import train_and_test
 from seq2seq.search.translator import Translator
+from seq2seq.special_tokens import EOS_PIECE
 
 LEXICON_DATA = [
     "data.name=lexicon", "data.source.url=https://example.org/anki/toy-eng.zip", "data.source.member=toy.txt",
@@ -145,12 +152,28 @@ def test_the_gold_set_is_aligned_as_valid_aer_aligns_it(zh_en):
     sources, targets = [pair.source for pair in pairs], [pair.target for pair in pairs]
     settings = AlignSettings()
     expected = []
-    for pair in pairs:  # the valid/aer hook's encoding (seq2seq.align.model_aer)
-        source_ids, source = gold_side(pair.source, "zh", zh_en.src_tokenizer, zh_en.max_source_len)
-        target_ids, target = gold_side(pair.target, "en", zh_en.tgt_tokenizer, zh_en.max_source_len)
-        (attention,) = teacher_forced_weights(zh_en.model, [(source_ids, target_ids)], zh_en.device)
+    limit = zh_en.max_source_len
+    for (
+        pair
+    ) in pairs:  # the corpus's writing (the gold's Chinese without spaces), cut as validation cuts
+        read = [
+            ("".join(pair.source.split()), zh_en.src_tokenizer),
+            (pair.target, zh_en.tgt_tokenizer),
+        ]
+        ids = [tokenizer.encode(text)[:limit] for text, tokenizer in read]
+        source, target = (
+            Sentence(given, tokenizer.pieces(text)[: len(side)] + [EOS_PIECE])
+            for given, (text, tokenizer), side in zip((pair.source, pair.target), read, ids)
+        )
+        (attention,) = teacher_forced_weights(zh_en.model, [tuple(ids)], zh_en.device)
         expected.append(links_from_attention(attention, source, target, settings))
     assert align_pairs(zh_en, sources, targets, settings) == expected
+    links, counts = aligned_gold(zh_en, pairs, settings)  # seq2seq-align --gold's reading
+    assert links == expected
+    hook = GoldAttention.of(
+        zh_en.model, encoded_gold(pairs, ("zh", "en"), zh_en, limit), zh_en.device
+    )
+    assert counts == hook.counts(settings)  # and the valid/aer hook's counts
 
 
 def test_english_with_split_punctuation_is_read_as_written(zh_en, en_zh, fed):

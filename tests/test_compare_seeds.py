@@ -238,7 +238,7 @@ def test_test_aer_of_a_real_checkpoint_is_the_aer_hook_on_the_test_pairs(tmp_pat
 
     def hook_counts(part: str, settings: AlignSettings):
         examples = [
-            gold_example(pair, "zh", "en", translator, translator.max_source_len)
+            gold_example(pair, ("zh", "en"), translator, translator.max_source_len)
             for pair in gold_set("zh", "en", part)
         ]
         examples = [example for example in examples if example.source_ids and example.target_ids]

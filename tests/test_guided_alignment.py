@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 from helpers import LEXICON, TINY_TOY, compose_config
+from hydra.errors import ConfigCompositionException
 
 from seq2seq.align import training_links as guidance_module
 from seq2seq.align.teacher_forced import read_later, teacher_forced_weights
@@ -184,7 +185,8 @@ def test_a_shifted_model_is_read_that_many_steps_later(tmp_path):
     cfg = compose_config(TINY_TOY + ["alignment=guided", "alignment.shift=1"])
     model = build_model(cfg, 20, 20).eval()
     assert model.alignment_shift == 1
-    assert build_model(compose_config(TINY_TOY + ["alignment.shift=1"]), 20, 20).alignment_shift == 0
+    with pytest.raises(ConfigCompositionException, match="alignment.shift"):
+        compose_config(TINY_TOY + ["alignment.shift=1"])  # alignment=none has no settings
     examples = [([5, 6, 7], [8, 9]), ([5, 6], [8, 9, 10, 11])]
     read = teacher_forced_weights(model, examples, torch.device("cpu"))
     batch = collate(examples, [0, 1])
@@ -200,8 +202,12 @@ def test_a_shifted_model_is_read_that_many_steps_later(tmp_path):
 
 @pytest.mark.parametrize(
     ("decoder", "lag"),
-    [(["decoder=gru"], 2), (["decoder=gru", "decoder.style=luong"], 1), (SMALL_TRANSFORMER, 1),
-     (["encoder=cnn", "decoder=cnn"], 1)],
+    [
+        (["decoder=gru"], 2),
+        (["decoder=gru", "decoder.style=luong"], 1),
+        (SMALL_TRANSFORMER, 1),
+        (["encoder=cnn", "decoder=cnn"], 1),
+    ],
     ids=["bahdanau", "luong", "transformer", "cnn"],
 )
 def test_shift_null_reads_each_decoder_where_its_query_has_read_the_piece(decoder, lag):
@@ -335,16 +341,22 @@ def supervised_accuracy(trainer, guidance: Guidance, task: str) -> float:
 
 
 @pytest.mark.parametrize(
-    "model",
-    [TINY_TOY, TINY_TOY + TOY_COPY + SMALL_TRANSFORMER,
-     TINY_TOY + TOY_COPY + SMALL_TRANSFORMER + ["alignment.shift=1"]],
+    ("model", "shift"),
+    [
+        (TINY_TOY, []),
+        (TINY_TOY + TOY_COPY + SMALL_TRANSFORMER, []),
+        (TINY_TOY + TOY_COPY + SMALL_TRANSFORMER, ["alignment.shift=1"]),
+    ],
     ids=["gru_reverse", "transformer_copy", "transformer_copy_shift_1"],
 )
-def test_the_supervised_head_has_the_known_alignment_at_the_first_validation(model, tmp_path):
+def test_the_supervised_head_has_the_known_alignment_at_the_first_validation(
+    model, shift, tmp_path
+):
     """The guided head, read as the model is read (a shifted one a step later), gives the
     toy task's known alignment, which the same model unguided does not."""
     accuracy, guidance = {}, None
-    for name, guided in (("guided", ["alignment=guided", "alignment.weight=1"]), ("plain", [])):
+    guided_run = ["alignment=guided", "alignment.weight=1", *shift]
+    for name, guided in (("guided", guided_run), ("plain", [])):
         cfg = compose_config(model + LEARNING + guided + [f"data.root={tmp_path / name}"])
         trainer = assemble_trainer(cfg, tmp_path / name / "run", observe=False)
         trainer.fit()  # 100 updates, the first validation at the last
@@ -497,3 +509,19 @@ def test_two_gloo_ranks_guided_train_like_one_process_accumulating(tmp_path):
     assert two["progress"]["position"] == one["progress"]["position"] == 4
     for name, weight in one["model"].items():
         torch.testing.assert_close(two["model"][name], weight, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_a_guided_setting_without_guided_alignment_is_one_line_naming_the_option(tmp_path):
+    """alignment=none (the default) composes as an empty node, so a setting of guided
+    alignment cannot be given to it; the command says which option holds it."""
+    result = subprocess.run(
+        [sys.executable, "-m", "seq2seq.cli.train", "alignment.weight=2",
+         f"hydra.run.dir={tmp_path / 'run'}"],
+        capture_output=True, text=True, timeout=120, env=dict(os.environ, HYDRA_FULL_ERROR="0"),
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "seq2seq-train: alignment.weight is a setting of guided alignment: add "
+        "alignment=guided (the default, alignment=none, has no settings)"
+    ]
+    assert not (tmp_path / "run").exists()

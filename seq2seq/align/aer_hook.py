@@ -154,7 +154,7 @@ def aer_hooks(cfg: Mapping[str, Any], data: Any) -> list[AerHook]:
     gold = gold_set(src_lang, tgt_lang, GOLD_PART)
     if gold is None:
         return []
-    examples = encoded_gold(gold, src_lang, tgt_lang, data, cfg["data"]["max_len"])
+    examples = encoded_gold(gold, (src_lang, tgt_lang), data, cfg["data"]["max_len"])
     log.info("scoring %s on %d hand-aligned %s pairs of the gold set for %s→%s",
              AER_TAGS["aer"], len(examples), GOLD_PART, src_lang, tgt_lang)  # fmt: skip
     return [AerHook(examples, config=cfg)]

@@ -202,38 +202,58 @@ def pair_weights(
     """The word weights of each (source, target) pair from the model's teacher-forced
     attention, over the words of the texts as given (`seq2seq.align.words`).
 
-    The model reads each side as it was trained (`as_the_model_reads`: pre-segmented
-    Chinese without its spaces); its pieces are matched to the given words by characters.
-    Either side is cut to the model's `data.max_len` pieces (with a warning); the words
-    past the cut get no weight. A pair with an empty side has no weight anywhere.
+    Each side is encoded by `encoded_side`: read as the model was trained
+    (`as_the_model_reads`: pre-segmented Chinese without its spaces), cut to the model's
+    `data.max_len` pieces (with a warning; the words past the cut get no weight), its pieces
+    matched to the given words by characters. A pair with an empty side has no weight.
     """
     if len(sources) != len(targets):
         raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
-    source_texts = [as_the_model_reads(text, translator.src_tokenizer.lang) for text in sources]
-    target_texts = [as_the_model_reads(text, translator.tgt_tokenizer.lang) for text in targets]
-    source_ids = [translator.encode_source(text, n) for n, text in enumerate(source_texts, 1)]
-    target_ids = [_encode_target(translator, text, n) for n, text in enumerate(target_texts, 1)]
-    todo = [index for index, ids in enumerate(zip(source_ids, target_ids)) if all(ids)]
-    attentions = _teacher_forced(translator, [(source_ids[i], target_ids[i]) for i in todo])
+    limit, (src_lang, tgt_lang) = translator.max_source_len, reading_langs(translator)
+    encoded = [
+        (encoded_side(translator.src_tokenizer, source, src_lang, limit, n, "source"),
+         encoded_side(translator.tgt_tokenizer, target, tgt_lang, limit, n, "target"))
+        for n, (source, target) in enumerate(zip(sources, targets), 1)
+    ]  # fmt: skip
+    todo = [index for index, (source, target) in enumerate(encoded) if source[0] and target[0]]
+    attentions = _teacher_forced(translator, [(encoded[i][0][0], encoded[i][1][0]) for i in todo])
     found = [WordWeights.empty(len(words(s)), len(words(t))) for s, t in zip(sources, targets)]
     for index, attention in zip(todo, attentions):
-        source = worded_sentence(
-            translator.src_tokenizer, sources[index], source_texts[index], len(source_ids[index])
-        )
-        target = worded_sentence(
-            translator.tgt_tokenizer, targets[index], target_texts[index], len(target_ids[index])
-        )
+        (_, source), (_, target) = encoded[index]
         found[index] = attention_word_weights(attention, source, target, settings)
     return found
 
 
-def _encode_target(translator: Translator, text: str, number: int) -> list[int]:
-    """The target's ids, cut to the model's limit like `Translator.encode_source` cuts."""
-    ids, limit = translator.tgt_tokenizer.encode(text), translator.max_source_len
-    if len(ids) > limit:
-        log.warning("line %d: %d target pieces, truncated to the model's limit of %d",
-                    number, len(ids), limit)  # fmt: skip
-    return ids[:limit]
+def reading_langs(translator: Translator) -> tuple[str, str]:
+    """The (source, target) languages a model's tokenizers read: each its own, or the two
+    halves of a joint tokenizer's `<src_lang>-<tgt_lang>` (`seq2seq.data.prepare`)."""
+    source, target = translator.src_tokenizer.lang, translator.tgt_tokenizer.lang
+    halves = source.split("-")
+    if source == target and len(halves) == 2:
+        return halves[0], halves[1]
+    return source, target
+
+
+def encoded_side(
+    tokenizer: Tokenizer,
+    words_text: str,
+    lang: str,
+    max_len: int,
+    line: int | None = None,
+    side: str = "",
+) -> tuple[list[int], Sentence]:
+    """(ids, pieces matched to the words) of one side of a pair given as words, in `lang`
+    (the run's `data.src_lang` or `tgt_lang`; a joint tokenizer's own is both): the text as
+    the model reads it (`as_the_model_reads`), its ids cut to
+    `max_len` as validation cuts them (a warning naming `line` and `side` when a line is
+    given), its first pieces then EOS matched by characters to the words of `words_text`."""
+    text = as_the_model_reads(words_text, lang)
+    ids = tokenizer.encode(text)
+    if len(ids) > max_len and line is not None:
+        log.warning("line %d: %d %s pieces, truncated to the model's limit of %d",
+                    line, len(ids), side, max_len)  # fmt: skip
+    ids = ids[:max_len]
+    return ids, worded_sentence(tokenizer, words_text, text, len(ids))
 
 
 def _teacher_forced(translator: Translator, examples: list) -> list[torch.Tensor]:
@@ -272,6 +292,8 @@ def translation_links(
     ):
         if hypothesis.attention is None:
             raise AlignmentError(NO_ATTENTION)
-        attention = read_later(hypothesis.attention, getattr(translator.model, "alignment_shift", 0))
+        attention = read_later(
+            hypothesis.attention, getattr(translator.model, "alignment_shift", 0)
+        )
         found.append(links_from_attention(attention, source, Sentence(text, pieces), settings))
     return found

@@ -3,10 +3,11 @@ link counts, for `valid/aer` during training, the comparison's test AER and the 
 
 Four steps, each done once however many readings are scored:
 
-1. encode (`gold_examples`): each side of a gold pair as the corpus writes it (`as_in_corpus`:
-   Chinese without the gold's spaces), its ids cut to the model's `data.max_len` as
-   validation cuts them, its pieces matched to the gold words by their characters
-   (`worded_sentence`); a pair with an empty side is left out;
+1. encode (`gold_examples`): each side of a gold pair as the model reads it
+   (`seq2seq.align.extract.encoded_side`: Chinese without the gold's spaces, punctuation
+   split off an English word written against it), its ids cut to the model's
+   `data.max_len` as validation cuts them, its pieces matched to the gold words by their
+   characters; a pair with an empty side is left out (`aligned_gold`: it links nothing);
 2. attend (`GoldAttention.of`): the teacher-forced attention of every pair, (layers, heads,
    tgt_len, src_len), a guided model's rows read `alignment.shift` steps later
    (`seq2seq.align.teacher_forced`);
@@ -35,13 +36,20 @@ from typing import Any
 import torch
 
 from seq2seq.align.defaults import guided_mark
-from seq2seq.align.extract import AlignSettings, Sentence, links_from_attention, worded_sentence
-from seq2seq.align.gold import GoldPair, as_in_corpus, gold_set
+from seq2seq.align.extract import (
+    NO_ATTENTION,
+    AlignmentError,
+    AlignSettings,
+    Sentence,
+    encoded_side,
+    links_from_attention,
+    reading_langs,
+)
+from seq2seq.align.gold import GoldPair, gold_set
 from seq2seq.align.head_choice import HeadScore, candidate_links, candidates
 from seq2seq.align.pharaoh import Links
 from seq2seq.align.teacher_forced import teacher_forced_weights
 from seq2seq.data.settings import source_name
-from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.metrics.aer import AlignmentCounts, corpus_counts, pair_counts
 from seq2seq.search.translator import Translator
 
@@ -60,31 +68,28 @@ class GoldExample:
     links: Links
 
 
-def gold_side(
-    words_text: str, lang: str, tokenizer: Tokenizer, max_len: int
-) -> tuple[list[int], Sentence]:
-    """(ids cut to max_len, pieces matched to the gold words) of one side of a gold pair,
-    encoded as the corpus writes it (Chinese without the gold's spaces)."""
-    text = as_in_corpus(words_text, lang)
-    ids = tokenizer.encode(text)[:max_len]
-    return ids, worded_sentence(tokenizer, words_text, text, len(ids))
-
-
 def gold_example(
-    pair: GoldPair, src_lang: str, tgt_lang: str, tokenizers: Any, max_len: int
+    pair: GoldPair, langs: tuple[str, str], tokenizers: Any, max_len: int, line: int | None = None
 ) -> GoldExample:
-    """One gold pair encoded with `tokenizers.src_tokenizer` and `.tgt_tokenizer` (a run's
-    prepared data or a translator), each side by `gold_side`."""
-    source_ids, source = gold_side(pair.source, src_lang, tokenizers.src_tokenizer, max_len)
-    target_ids, target = gold_side(pair.target, tgt_lang, tokenizers.tgt_tokenizer, max_len)
+    """One gold pair in the languages `langs` (source, target) encoded with
+    `tokenizers.src_tokenizer` and `.tgt_tokenizer` (a run's prepared data or a translator),
+    each side by `encoded_side` (as the model reads it, cut to `max_len`; a cut is warned
+    about when `line` is given)."""
+    (src_lang, tgt_lang), src_tok, tgt_tok = (
+        langs,
+        tokenizers.src_tokenizer,
+        tokenizers.tgt_tokenizer,
+    )
+    source_ids, source = encoded_side(src_tok, pair.source, src_lang, max_len, line, "source")
+    target_ids, target = encoded_side(tgt_tok, pair.target, tgt_lang, max_len, line, "target")
     return GoldExample(source_ids, target_ids, source, target, pair.links)
 
 
 def encoded_gold(
-    pairs: Sequence[GoldPair], src_lang: str, tgt_lang: str, tokenizers: Any, max_len: int
+    pairs: Sequence[GoldPair], langs: tuple[str, str], tokenizers: Any, max_len: int
 ) -> list[GoldExample]:
     """The pairs encoded (`gold_example`), those with an empty side left out."""
-    examples = [gold_example(pair, src_lang, tgt_lang, tokenizers, max_len) for pair in pairs]
+    examples = [gold_example(pair, langs, tokenizers, max_len) for pair in pairs]
     return [example for example in examples if example.source_ids and example.target_ids]
 
 
@@ -98,7 +103,7 @@ def gold_examples(translator: Translator, part: str) -> list[GoldExample] | None
     pairs = gold_set(src_lang, tgt_lang, part)
     if pairs is None:
         return None
-    return encoded_gold(pairs, src_lang, tgt_lang, translator, translator.max_source_len)
+    return encoded_gold(pairs, (src_lang, tgt_lang), translator, translator.max_source_len)
 
 
 # --- 2. attend, 3. read, 4. count -----------------------------------------------------
@@ -167,6 +172,31 @@ def model_counts(
     layer's head mean, argmax) on the examples; None without attention or examples."""
     scored = GoldAttention.of(model, examples, device)
     return None if scored is None else scored.counts(settings)
+
+
+def aligned_gold(
+    translator: Translator, pairs: Sequence[GoldPair], settings: AlignSettings
+) -> tuple[list[Links], AlignmentCounts]:
+    """A user's gold pairs (`seq2seq-align --gold`) read as every gold set is: each pair's
+    links under `settings` (a pair with an empty side links nothing) and their counts over
+    all the pairs. AlignmentError without attention weights or for a layer or head the
+    model lacks; a cut to the model's limit is warned about, naming the line."""
+    langs, limit = reading_langs(translator), translator.max_source_len
+    examples = [gold_example(pair, langs, translator, limit, line)
+                for line, pair in enumerate(pairs, 1)]  # fmt: skip
+    readable = [
+        i for i, example in enumerate(examples) if example.source_ids and example.target_ids
+    ]
+    links = [Links()] * len(pairs)
+    if readable:
+        scored = GoldAttention.of(
+            translator.model, [examples[i] for i in readable], translator.device
+        )
+        if scored is None:
+            raise AlignmentError(NO_ATTENTION)
+        for index, found in zip(readable, scored.links(settings), strict=True):
+            links[index] = found
+    return links, corpus_counts(links, [pair.links for pair in pairs])
 
 
 # --- a finished run's figures ---------------------------------------------------------

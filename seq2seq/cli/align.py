@@ -45,6 +45,8 @@ from pathlib import Path
 
 from seq2seq.align.defaults import default_settings
 from seq2seq.align.extract import EXTRACTIONS, AlignmentError, AlignSettings, align_pairs
+from seq2seq.align.gold import GoldPair
+from seq2seq.align.model_aer import aligned_gold
 from seq2seq.align.pharaoh import Links, check_links_fit, parse_lines, write_links
 from seq2seq.align.symmetric import DEFAULT_SYMMETRISATION, SYMMETRISATIONS, symmetric_pairs
 from seq2seq.align.words import words
@@ -88,12 +90,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--one-based", action="store_true", help="the gold file counts from 1")
     parser.add_argument("--score", type=Path, help="score this Pharaoh file against --gold")
     parser.add_argument(
-        "--layer", type=int, default=None,
+        "--layer",
+        type=int,
+        default=None,
         help="attention layer from 0, negative from the end (default: the checkpoint's own "
         "choice, see below)",
     )
     parser.add_argument(
-        "--head", type=head_choice, default=UNSET,
+        "--head",
+        type=head_choice,
+        default=UNSET,
         help="head index or mean (default: the checkpoint's own choice)",
     )
     parser.add_argument("--extract", choices=EXTRACTIONS, default="argmax", help="default argmax")
@@ -222,26 +228,33 @@ def checkpoint_links(
     settings: AlignSettings,
     sources: list[str],
     targets: list[str],
+    gold: list[Links] | None,
     notes: list[str],
-) -> list[Links] | None:
-    """Links of each pair from the checkpoint, symmetrised with --reverse's; None (after
-    one error line) when a checkpoint cannot be loaded. What each model aligned with, when
-    the user did not say, is added to `notes`."""
+) -> tuple[list[Links], AlignmentCounts | None] | None:
+    """Links of each pair from the checkpoint, symmetrised with --reverse's, and their
+    counts against `gold` when given (one model's: `seq2seq.align.model_aer.aligned_gold`,
+    the reading of every gold set); None (after one error line) when a checkpoint cannot be
+    loaded. What each model aligned with, when the user did not say, is added to `notes`."""
     translator = load_translator(args, PROGRAM)
     if translator is None:
         return None
     forward_settings = model_settings(args, settings, translator, args.checkpoint, notes)
+    if args.reverse is None and gold is not None:
+        return aligned_gold(
+            translator, list(map(GoldPair, sources, targets, gold)), forward_settings
+        )
     if args.reverse is None:
-        return align_pairs(translator, sources, targets, forward_settings)
+        return align_pairs(translator, sources, targets, forward_settings), None
     other = argparse.Namespace(checkpoint=args.reverse, device=args.device, plugins=args.plugins)
     reverse = load_translator(other, PROGRAM)
     if reverse is None:
         return None
     method = args.symmetrise or DEFAULT_SYMMETRISATION
     reverse_settings = model_settings(args, settings, reverse, args.reverse, notes)
-    return symmetric_pairs(
+    links = symmetric_pairs(
         translator, reverse, sources, targets, method, forward_settings, reverse_settings
     )
+    return links, None if gold is None else corpus_counts(links, gold)
 
 
 def model_settings(
@@ -267,15 +280,16 @@ def align_with_checkpoint(args: argparse.Namespace, settings: AlignSettings) -> 
     stderr once the links are written (an error stays one line)."""
     sources, targets, gold = read_inputs(args)
     notes: list[str] = []
-    links = checkpoint_links(args, settings, sources, targets, notes)
-    if links is None:
+    found = checkpoint_links(args, settings, sources, targets, gold, notes)
+    if found is None:
         return 2
+    links, counts = found
     if args.output is not None and not write_output(args.output, links):
         return 2
     if args.output is None and gold is None:
         write_links(sys.stdout, links)
-    if gold is not None:
-        report(corpus_counts(links, gold), args.json)
+    if counts is not None:
+        report(counts, args.json)
     for note in notes:
         print(note, file=sys.stderr)
     return 0

@@ -98,6 +98,10 @@ def hydra_message(error: BaseException) -> str:
     if isinstance(cause, OmegaConfBaseException) and str(cause).strip():
         parts.append(str(cause).strip().splitlines()[0])
     text = ": ".join(dict.fromkeys(" ".join(part.split()) for part in parts if part))
+    guided_only = guided_only_key(text)
+    if guided_only:
+        return (f"alignment.{guided_only} is a setting of guided alignment: add alignment=guided "
+                "(the default, alignment=none, has no settings)")  # fmt: skip
     return (text + moved_key_hint(text)) or type(error).__name__
 
 
@@ -107,6 +111,13 @@ def moved_key_hint(text: str) -> str:
     found = re.search(r"Key '(\w+)' not in 'DataConfig'", text)
     new = moved_key(found[1]) if found else None
     return f"; data.{found[1]} is now {new}" if new else ""
+
+
+def guided_only_key(text: str) -> str | None:
+    """`shift` when Hydra could not set `alignment.shift` because the run has no alignment
+    settings (`alignment=none`, the default), else None."""
+    found = re.search(r"Could not override 'alignment\.(\w+)'.*is not in struct", text)
+    return found[1] if found else None
 
 
 def config_folders(argv: list[str], keys: tuple[str, ...] = ()) -> list[str]:

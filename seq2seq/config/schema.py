@@ -116,6 +116,7 @@ AlignmentLoss = Enum("AlignmentLoss", {loss: loss for loss in ALIGNMENT_LOSSES})
 @dataclass
 class AlignmentConfig:
     """`alignment=guided`: one attention layer's heads learn word links (Garg et al. 2019).
+    The default, `alignment=none`, is an empty node: these keys are set with `alignment=guided`.
 
     The loss adds λ·L_align to the translation loss, L_align summed over the linked target
     positions t in the normalisation of the NLL (÷ target tokens), with p*(t, ·) the links
@@ -172,7 +173,7 @@ class TrainConfig:
     schedule: Any = MISSING
     trainer: TrainerConfig = MISSING
     logging: LoggingConfig = MISSING
-    alignment: AlignmentConfig = field(default_factory=AlignmentConfig)
+    alignment: Any = None  # alignment=none: {} (unguided); alignment=guided: AlignmentConfig
     model: ModelConfig = field(default_factory=ModelConfig)
     name: str = "default"
     # The user's modules to import before anything is built (`seq2seq.plugins`): dotted

@@ -28,11 +28,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import registry
 from seq2seq.config.build import ConfigError, plain
-from seq2seq.config.schema import ALIGNMENT_LOSSES
+from seq2seq.config.schema import ALIGNMENT_LOSSES, AlignmentConfig
 from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
 from seq2seq.data.settings import source_name, source_node
 from seq2seq.models.attention.options import OPTION_GROUPS, component_node
@@ -219,7 +219,12 @@ SECTION_RULES: dict[str, dict[str, Rule]] = {
     "encoder": PART_RULES,
     "decoder": PART_RULES,
     "attention": PART_RULES,
-    "model": {"embed_dim": at_least(1), "embed_dropout": FRACTION, "word_dropout": FRACTION, "max_parameters": at_least(1)},
+    "model": {
+        "embed_dim": at_least(1),
+        "embed_dropout": FRACTION,
+        "word_dropout": FRACTION,
+        "max_parameters": at_least(1),
+    },
     "optim": {
         "lr": positive_finite,
         "eps": positive_finite,
@@ -383,7 +388,12 @@ def complete_option_nodes(cfg: DictConfig) -> None:
     """Replace `attention.score` / `attention.region` and `data.source` of a composed
     config by their full nodes (`attention.score=dot` → `{name: dot}`, missing options at
     their defaults), so that what the run stores names every option; ConfigError for a
-    node that is wrong."""
+    node that is wrong. A run without guided alignment (`alignment=none`, composed as `{}`)
+    gets the unguided defaults, as every run stored them before."""
+    if "alignment" in cfg:
+        unguided = cfg.alignment or {}  # alignment=none: {} (or null)
+        if not unguided.get("guided"):
+            cfg.alignment = OmegaConf.merge(OmegaConf.structured(AlignmentConfig), unguided)
     attention = cfg.get("attention")
     if isinstance(attention, DictConfig):
         for group, node in option_nodes(plain(attention)).items():

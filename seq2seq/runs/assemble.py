@@ -141,10 +141,10 @@ def assemble_trainer(
     seed_everything(cfg.trainer.seed + ranks.rank)  # DDP copies rank 0's initial weights
     with ranks.main_first():  # rank 0 fills the data caches the others then read
         data = prepare(data_config(cfg))
-        if cfg.alignment.guided:  # the training pairs' piece links (seq2seq.align.training_links)
+        if is_guided(cfg):  # the training pairs' piece links (seq2seq.align.training_links)
             data = with_training_links(plain(cfg.data), data)
     model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
-    if cfg.alignment.guided and ranks.is_main:
+    if is_guided(cfg) and ranks.is_main:
         log_guidance(cfg, model.alignment_shift)
     model.to(device)
     payload = None
