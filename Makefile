@@ -154,13 +154,18 @@ lab: $(STAMP)
 
 # ---------------------------------------------------------------- the documentation site
 # The reference pages from the code (docs/reference/) and the READMEs' tables of components,
-# the outputs the README and the tutorial show (their `<!-- output: NAME -->` regions, from
-# running their blocks at toy size in a temporary folder; a few minutes on 2 cores), then
-# the site, built strictly into site/ (mkdocs.yml). Only the pages: make docs
-# ARGS=--no-outputs. The README's first run at full size too (its closing lines and
-# docs/images/first_alignment.png, about a minute): make docs ARGS=--first-run.
-# Serve it: .venv/bin/mkdocs serve
+# the pictures of docs/images redrawn by the current code from the runs they show (the
+# newest finished `make train` run, outputs/first_alignment, multirun/toy_attention, make
+# compare's guided runs; a picture whose run is not here is kept, and a line says so;
+# docs/images/pictures.json records what each was drawn from; alone: $(PY) -m
+# tools.site.pictures), the outputs the README and the tutorial show (their `<!-- output:
+# NAME -->` regions, from running their blocks at toy size in a temporary folder; a few
+# minutes on 2 cores), then the site, built strictly into site/ (mkdocs.yml; python -m, so
+# that its hooks import tools/). Only the pages and pictures: make docs ARGS=--no-outputs;
+# without the pictures: ARGS=--no-pictures. The README's first run at full size too (its
+# closing lines and docs/images/first_alignment.png, about a minute): make docs
+# ARGS=--first-run. Serve it: .venv/bin/python -m mkdocs serve
 .PHONY: docs
 docs: $(STAMP)
 	$(PY) -m tools.site $(ARGS)
-	$(VENV)/bin/mkdocs build --strict
+	$(PY) -m mkdocs build --strict

@@ -252,9 +252,9 @@ def test_the_viewer_marks_the_chosen_head_and_opens_on_it(payload, tmp_path, cap
     assert alignment["marks"] == [{"layer": 1, "head": 3, "label": "chosen",
                                    "reason": "chosen on the valid gold: AER 0.2500 at step 2"}]  # fmt: skip
     assert err == (
-        f"attention viewer saved to {page}; it opens on layer 2, head 4 "
+        f"attention viewer saved to {page}; it opens on layer 1, head 3 "
         "(chosen on the valid gold: AER 0.2500 at step 2)\n"
-    )  # the page counts from 1
+    )  # counted from 0, as the page's data and the stored choice count
 
 
 def test_the_viewer_of_an_old_checkpoint_marks_nothing(payload, tmp_path, capsys):
@@ -265,9 +265,9 @@ def test_the_viewer_of_an_old_checkpoint_marks_nothing(payload, tmp_path, capsys
     alignment = page_data(page)["alignment"]
     assert alignment["marks"] == [] and alignment["start"] == {"layer": 0, "head": "mean"}
     assert err.endswith("it marks no head (the checkpoint stores no choice) "
-                        "and opens on layer 1, head mean\n")  # fmt: skip
+                        "and opens on layer 0, head mean\n")  # fmt: skip
 
 
-def test_plot_titles_name_the_marked_heads_counted_from_one():
+def test_plot_titles_name_the_marked_heads_counted_from_zero():
     marks = [HeadMark(1, 3, "guided", ""), HeadMark(1, 3, "chosen", ""), HeadMark(0, None, "chosen", "")]  # fmt: skip
-    assert panel_marks(marks) == {(2, 4): "guided, chosen", (1, None): "chosen"}
+    assert panel_marks(marks) == {(1, 3): "guided, chosen", (0, None): "chosen"}

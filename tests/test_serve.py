@@ -14,7 +14,9 @@ import threading
 import time
 import warnings
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
+from typing import get_type_hints
 
 import pytest
 from helpers import run_main
@@ -36,7 +38,8 @@ from seq2seq.serve.backends import TorchEngine  # noqa: E402
 from seq2seq.serve.limits import Limits, LimitsError  # noqa: E402
 from seq2seq.visualise.viewer import PAGE_SCRIPT, PAGE_STYLE, viewer_data  # noqa: E402
 
-LINES = ["a b c d e", "j i h", "", "c c a b"]
+LINES = ["a b c d e", "j i h", "c c a b"]
+SYMBOLS = "abcdefghij"  # the toy task's symbols (`data.source.vocab_size` 10)
 
 
 @pytest.fixture(scope="module")
@@ -154,8 +157,7 @@ def test_attention_is_every_view_the_viewer_shows(engine, translator):
     translations = translator.translate(LINES, SearchSettings(), need_weights=True)
     views = [sentence["views"] for sentence in viewer_data(translator, translations)["sentences"]]
     got = [t["attention"] for t in answer["translations"]]
-    assert got[2] == []  # the empty line
-    assert [got[0], got[1], got[3]] == views
+    assert got == views
     assert [view["name"] for view in got[0]] == ["cross", "encoder", "decoder"]
     assert [len(layer["heads"]) for layer in got[0][0]["layers"]] == [4, 4]
 
@@ -165,10 +167,18 @@ def test_health_and_models(engine, translator):
         health, models = client.get("/health").json(), client.get("/models").json()
     assert health["status"] == "ok" and health["queued"] == 0 and health["peak_rss_mib"] > 10
     assert (health["sentences_translated"], health["sentences_dropped"]) == (0, 0)
-    assert health["limits"]["max_chars"] == 40
+    limits = {**asdict(Limits(max_chars=40)), "max_source_pieces": translator.max_source_len}
+    assert health["limits"] == limits
+    hints = {
+        **get_type_hints(Limits),
+        "max_source_pieces": int,
+    }  # printed as declared: 40, not 40.0
+    assert {name: type(value) for name, value in health["limits"].items()} == hints
     (model,) = models["models"]
     assert (model["name"], model["engine"], model["src_lang"]) == ("best.pt", "pytorch", "zh")
     assert model["architecture"]["encoder"] == "transformer"
+    assert model["architecture"]["heads"] == translator.config.attention.heads == 4
+    assert type(model["architecture"]["heads"]) is int and type(model["max_source_pieces"]) is int
     assert model["parameters"] == count_parameters(translator.model)
     assert model["attention"] == {"layers": 2, "heads": 4}
     assert model["alignment"]["description"] == default_settings(translator).description
@@ -189,6 +199,40 @@ def test_the_page_is_the_viewer_and_self_contained(engine):
     )
     base = json.loads(data.group(1))
     assert base["pair"] == "zh→en" and base["sentences"] == [] and base["alignment"]["start"]
+
+
+def test_the_page_says_the_limits_and_the_models_piece_limit(engine, translator):
+    with serving(engine, max_chars=40, max_sentences=3) as client:
+        page = client.get("/").text
+    status = re.search(r'<p id="status"[^>]*>(.*?)</p>', page, re.S).group(1)
+    assert status == (
+        f"At most 3 lines of 40 characters; the model reads the first "
+        f"{translator.max_source_len} pieces (words or parts of words) of each line."
+    )
+
+
+def test_a_sentence_over_the_models_limit_is_cut_and_says_so(engine, translator):
+    """Each translation counts its source's pieces; the one over the model's limit is the
+    translation of its first `max_source_len` symbols, with one warning giving the counts."""
+    limit = translator.max_source_len
+    symbols = [SYMBOLS[i % len(SYMBOLS)] for i in range(limit + 30)]
+    long_line, short_line = " ".join(symbols), "a b c"
+    with serving(engine) as client:
+        answer = client.post("/translate", json={"sentences": [short_line, long_line]}).json()
+    short, long = answer["translations"]
+    assert (short["truncated"], short["pieces_given"], short["pieces_kept"]) == (False, 3, 3)
+    assert short["warnings"] == []
+    assert (long["truncated"], long["pieces_given"], long["pieces_kept"]) == (
+        True,
+        limit + 30,
+        limit,
+    )
+    assert long["warnings"] == [
+        f"{limit + 30} source pieces, truncated to the model's limit of {limit}: "
+        f"only the first {limit} were translated"
+    ]
+    (cut,) = translator.translate([" ".join(symbols[:limit])], SearchSettings())
+    assert long["text"] == cut.text and not cut.truncated
 
 
 def test_no_interactive_docs_that_load_from_a_cdn(engine):
@@ -290,6 +334,8 @@ BAD_REQUESTS = [
     ('{"sentences": ["a"], "alignments": 1}', 422, "alignments: Input should be a valid boolean"),
     ('{"sentences": ["a"], "n_best": 2}', 422, "n_best: Extra inputs are not permitted"),
     ('{"sentences": []}', 422, "sentences: give at least one sentence"),
+    ('{"sentences": [""]}', 422, "sentences[0]: an empty sentence; give text to translate"),
+    ('{"sentences": ["a", " \\t\\u3000"]}', 422, "sentences[1]: an empty sentence"),
     ('{"sentences": ["a", "b", "c", "d"]}', 422, "sentences: 4 sentences; at most 3 per request"),
     ('{"sentences": ["a", "abcdefghijk"]}', 422, "sentences[1]: 11 characters; at most 10"),
     ('{"sentences": ["a"], "beam_size": 7}', 422, "beam_size: 7; at most 6"),

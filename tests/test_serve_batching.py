@@ -176,8 +176,10 @@ def test_limits_out_of_range_are_refused_when_made(field, value, message):
 
 def test_request_problem_names_the_first_limit_passed():
     limits = Limits(max_chars=3, max_sentences=2, max_beam=4)
-    assert request_problem(["abc", ""], 4, limits) is None
+    assert request_problem(["abc", "a"], 4, limits) is None
     assert request_problem([], 1, limits) == "sentences: give at least one sentence"
+    assert request_problem(["abc", " "], 1, limits).startswith("sentences[1]: an empty sentence")
+    assert request_problem(["", "abcd"], 1, limits).startswith("sentences[0]: an empty sentence")
     assert request_problem(["a"] * 3, 1, limits).startswith("sentences: 3 sentences; at most 2")
     assert request_problem(["a", "我爱中国"], 1, limits).startswith("sentences[1]: 4 characters")
     assert request_problem(["a"], 5, limits) == "beam_size: 5; at most 4"

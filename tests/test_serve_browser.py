@@ -2,10 +2,12 @@
 a subprocess) and its page in headless Chromium. Type 我爱中国。, press Translate, wait for
 the translation, hover a cell of the attention heatmap and read the weight the service
 returned; a second pair of lines redraws the viewer; an over-long line shows the service's
-message; nothing is fetched from anywhere but the server. The server is stopped at the end.
+message; a line cut to the model's piece limit and a line in English (the model reads
+Chinese) each show a note under their translation; nothing is fetched from anywhere but
+the server. The server is stopped at the end.
 
 The model is a tiny zh→en Transformer (2 layers, 2 heads) trained for seconds on the toy
-lexicon corpus (`helpers.toy_corpus_lines`), so its translations are rough. Needs Debian's
+lexicon corpus (`lexicon_model`), so its translations are rough. Needs Debian's
 `chromium`, the `playwright` package and the `serve` extra; skips with the reason when one
 is missing. Marked slow: not part of `make test`.
 """
@@ -15,13 +17,9 @@ from __future__ import annotations
 import json
 import shutil
 import urllib.request
-import zipfile
 
 import pytest
-from helpers import compose_config, toy_corpus_lines
-
-from seq2seq.data.fetch import MIRROR_ENV
-from seq2seq.runs.assemble import train_and_test
+from lexicon_model import MAX_PIECES, lexicon_checkpoint
 
 pytestmark = pytest.mark.slow
 
@@ -34,33 +32,15 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
     pytest.skip("no chromium on PATH (apt-get install chromium)", allow_module_level=True)
 
+from seq2seq.search.translator import Translator  # noqa: E402
 from seq2seq.serve.process import running_server  # noqa: E402
 
-LEXICON_TRANSFORMER = [
-    "data=tatoeba_zh_en", "data.name=lexicon", "data.source.url=https://example.org/anki/toy-eng.zip",
-    "data.source.member=toy.txt", "data.source.sha256=null", "data.valid_size=20", "data.test_size=20",
-    "data.src_vocab_size=30", "data.tgt_vocab_size=30", "data.max_len=20", "data.max_tokens=256",
-    "encoder=transformer", "decoder=transformer", "attention=multihead", "model.embed_dim=16",
-    "encoder.hidden_size=16", "decoder.hidden_size=16", "encoder.num_layers=2",
-    "decoder.num_layers=2", "encoder.heads=2", "decoder.heads=2", "attention.heads=2",
-    "encoder.ff_size=32", "decoder.ff_size=32", "trainer.max_steps=30", "trainer.valid_every=30",
-    "trainer.threads=1", "trainer.log_every=30", "trainer.test_search.beam_size=1",
-    "logging.progress_bar=false", "logging.tensorboard=false",
-]  # fmt: skip
 MAX_CHARS = 40
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    root = tmp_path_factory.mktemp("serve_browser")
-    (root / "mirror").mkdir()
-    with zipfile.ZipFile(root / "mirror" / "toy-eng.zip", "w") as archive:
-        archive.writestr("toy.txt", "\n".join(toy_corpus_lines(400, seed=0)) + "\n")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(MIRROR_ENV, str(root / "mirror"))
-        overrides = LEXICON_TRANSFORMER + [f"data.root={root / 'data'}"]
-        train_and_test(compose_config(overrides), root / "run", outputs_root=root)
-    return root / "run" / "checkpoints" / "best.pt"
+    return lexicon_checkpoint(tmp_path_factory.mktemp("serve_browser"))
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +101,7 @@ def test_type_chinese_see_the_translation_and_hover_a_cell(browser_page, server)
     matrix = layer["mean"] if start["head"] == "mean" else layer["heads"][start["head"]]
     page.hover('#heatmap td[data-row="1"][data-column="0"]')
     assert f"{matrix[1][0]:.4f}" in page.text_content("#readout")
-    page.locator("#heads button", has_text="2").click()  # every head is there
+    page.locator("#heads button", has_text="1").click()  # every head is there
     page.hover('#heatmap td[data-row="0"][data-column="1"]')
     assert f"{layer['heads'][1][0][1]:.4f}" in page.text_content("#readout")
     assert errors == []
@@ -141,3 +121,34 @@ def test_new_lines_redraw_the_viewer_and_errors_are_shown(browser_page, server):
     )
     assert len(errors) == 1 and "status of 422" in errors[0]  # Chromium logs the refusal
     assert requested and all(url.startswith(server.url + "/") for url in requested)
+
+
+def test_a_cut_line_and_a_line_in_another_language_are_noted(browser_page, server, checkpoint):
+    """The status line gives the model's piece limit; under the translation of a line over
+    it, a note gives the pieces given and kept; under that of an English line (the model
+    reads Chinese), a note says it may be another language; a plain line has no note."""
+    page, errors, _ = browser_page
+    before = len(errors)  # the test before leaves Chromium's log of a refusal
+    page.reload()
+    assert f"the model reads the first {MAX_PIECES} pieces" in page.text_content("#status")
+    long_line, english, plain = "我喜欢猫。" * 6, "Hello world.", "我喜欢猫。"
+    given = len(Translator.load(checkpoint).src_tokenizer.encode(long_line))
+    assert given > MAX_PIECES and len(long_line) <= MAX_CHARS
+    translate_in_page(page, "\n".join([long_line, english, plain]))
+    notes = page.eval_on_selector_all(
+        "#translations li",
+        "items => items.map(i => [...i.querySelectorAll('.input-note')].map(n => n.textContent))",
+    )
+    letters = sum(character.isalpha() for character in english)
+    assert notes == [
+        [f"⚠ {given} source pieces, truncated to the model's limit of {MAX_PIECES}: "
+         f"only the first {MAX_PIECES} were translated"],
+        [f"⚠ 0 of its {letters} letters are Chinese characters, the script of the model's "
+         "source language zh: is it in another language? Translated anyway"],
+        [],
+    ]  # fmt: skip
+    assert page.is_visible("#translations .input-note")
+    assert page.text_content("#status").endswith(
+        "2 of 3 lines have a warning below their translation."
+    )
+    assert errors[before:] == []

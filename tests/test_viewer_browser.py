@@ -1,6 +1,8 @@
 """The attention viewer page in a real browser (headless Chromium through Playwright): no
 console errors, hovering shows the weights of the embedded data, the buttons switch what
-the heatmap shows, hostile text stays text, and a screenshot is saved.
+the heatmap shows, hostile text stays text, and a screenshot is saved. Last, one layer
+numbering: for a run whose AER hook chose a head, the training log, the service's `GET
+/models`, the offline viewer and the served page (as rendered) name the same layer and head.
 
 Needs Debian's `chromium` (`apt-get install chromium`) and the `playwright` package (the
 `dev` extra); Playwright never downloads a browser here, it drives the system one. Skips
@@ -16,6 +18,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
+from chosen_head_run import chosen_head_run
 from helpers import compose_config
 
 from seq2seq.cli import translate
@@ -118,8 +122,8 @@ def test_page_loads_without_errors_and_shows_every_view(browser_page, page_file)
     data = embedded_data(page_file)
     assert errors == []
     assert texts(page, "#views button") == [view["title"] for view in data["sentences"][0]["views"]]
-    assert texts(page, "#layers button") == ["1", "2"]
-    assert texts(page, "#heads button") == ["mean", "1", "2"]
+    assert texts(page, "#layers button") == ["0", "1"]  # layers and heads from 0
+    assert texts(page, "#heads button") == ["mean", "0", "1"]
     assert len(texts(page, "#sentence option")) == 2
 
 
@@ -142,10 +146,11 @@ def test_head_and_layer_buttons_change_the_heatmap(browser_page, page_file):
     cross = embedded_data(page_file)["sentences"][0]["views"][0]
     flat = lambda matrix: formatted([w for row in matrix for w in row])  # noqa: E731
     assert cell_weights(page) == flat(cross["layers"][0]["mean"])
-    click_button(page, "heads", "2")
+    click_button(page, "heads", "1")
     assert cell_weights(page) == flat(cross["layers"][0]["heads"][1])
-    click_button(page, "layers", "2")
+    click_button(page, "layers", "1")
     assert cell_weights(page) == flat(cross["layers"][1]["heads"][1])
+    assert page.text_content("#note").startswith("cross-attention, layer 1, head 1. ")
     assert cell_weights(page) != flat(cross["layers"][0]["mean"])
     page.hover('#heatmap th.row-label[data-index="0"]')
     shown = texts(page, '.piece[data-side="column"] .weight')
@@ -176,4 +181,63 @@ def test_screenshot(browser_page, tmp_path):
     path = tmp_path / "attention_viewer.png"
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000
+    assert errors == []
+
+
+# ---------------------------------------------------------------- one layer numbering
+
+
+@pytest.fixture(scope="module")
+def chosen_run(tmp_path_factory):
+    """A run whose best.pt stores the head its AER hook chose, and its log lines."""
+    return chosen_head_run(tmp_path_factory.mktemp("chosen_head"))
+
+
+def shown_choice(page) -> dict:
+    """What the rendered viewer says is selected and marked, as a person reads it."""
+    pressed = '#layers button[aria-pressed="true"]'
+    return {
+        "layer": texts(page, pressed),
+        "layer_name": page.get_attribute(pressed, "aria-label"),
+        "head": texts(page, '#heads button[aria-pressed="true"]'),
+        "marked_layers": texts(page, "#layers button[data-mark]"),
+        "marked_heads": texts(page, "#heads button[data-mark]"),
+        "note": page.text_content("#note").split(". ")[0],
+        "marks": page.text_content("#marks").split(" (")[0],
+    }
+
+
+def test_the_log_the_api_and_both_pages_name_the_same_layer(chosen_run, browser_page, tmp_path):
+    pytest.importorskip("fastapi", reason="fastapi is not installed (pip install '.[serve]')")
+    pytest.importorskip("uvicorn", reason="uvicorn is not installed (pip install '.[serve]')")
+    from seq2seq.serve.process import get_json, running_server
+
+    checkpoint = chosen_run.checkpoint
+    best_step = torch.load(checkpoint, weights_only=True)["progress"]["best_step"]
+    (logged,) = [choice for choice in chosen_run.logged_choices() if choice.step == best_step]
+    offline = tmp_path / "viewer.html"
+    assert translate.main([str(checkpoint), "我爱中国。", "--html", str(offline)]) == 0
+    shown, errors = [], []
+    page = browser_page[0].context.browser.new_page(viewport={"width": 1100, "height": 800})
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(offline.as_uri())
+    page.wait_for_selector("#heatmap td")
+    shown.append(shown_choice(page))
+    with running_server([str(checkpoint), "--threads", "1"]) as server:
+        (model,) = get_json(server.url + "/models")["models"]
+        page.goto(server.url + "/")
+        page.fill("#source", "我爱中国。")
+        page.click("#translate")
+        page.wait_for_selector("#heatmap td")
+        shown.append(shown_choice(page))
+    page.close()
+    assert (model["alignment"]["layer"], model["alignment"]["head"]) == (logged.layer, logged.head)
+    head = "mean" if logged.head is None else str(logged.head)
+    expected = {
+        "layer": [str(logged.layer)], "layer_name": f"layer {logged.layer}", "head": [head],
+        "marked_layers": [str(logged.layer)], "marked_heads": [head],
+        "note": f"cross-attention, layer {logged.layer}, head {head}",
+        "marks": f"Marked chosen: layer {logged.layer}, head {head}",
+    }  # fmt: skip
+    assert shown == [expected, expected]  # the offline viewer, then the served page
     assert errors == []

@@ -81,21 +81,26 @@ def test_two_layers_of_three_heads_give_a_panel_per_head_plus_the_mean_per_layer
     panels = _image_axes(fig)
     assert len(panels) == 2 * (3 + 1)
     titles = [ax.get_title() for ax in panels]
-    assert titles[:4] == [
-        "layer 1 · head 1",
-        "layer 1 · head 2",
-        "layer 1 · head 3",
-        "layer 1 · mean of 3 heads",
+    assert titles[:4] == [  # layers and heads numbered from 0, as weights[layer, head]
+        "layer 0 · head 0",
+        "layer 0 · head 1",
+        "layer 0 · head 2",
+        "layer 0 · mean of 3 heads",
     ]
-    assert titles[7] == "layer 2 · mean of 3 heads"
-    mean_of_layer_2 = np.asarray(panels[7].images[0].get_array())
-    np.testing.assert_allclose(mean_of_layer_2, weights[1].mean(dim=0).numpy(), rtol=1e-6)
-    head_2_of_layer_1 = np.asarray(panels[1].images[0].get_array())
-    np.testing.assert_allclose(head_2_of_layer_1, weights[0, 1].numpy(), rtol=1e-6)
+    assert titles[4:7] == ["layer 1 · head 0", "layer 1 · head 1", "layer 1 · head 2"]
+    assert titles[7] == "layer 1 · mean of 3 heads"
+    mean_of_layer_1 = np.asarray(panels[7].images[0].get_array())
+    np.testing.assert_allclose(mean_of_layer_1, weights[1].mean(dim=0).numpy(), rtol=1e-6)
+    head_1_of_layer_0 = np.asarray(panels[1].images[0].get_array())
+    np.testing.assert_allclose(head_1_of_layer_0, weights[0, 1].numpy(), rtol=1e-6)
+    head_2_of_layer_1 = np.asarray(panels[6].images[0].get_array())
+    np.testing.assert_allclose(head_2_of_layer_1, weights[1, 2].numpy(), rtol=1e-6)
 
 
 def test_one_head_gives_one_panel_per_layer_and_layer_numbers_name_them():
     assert len(_image_axes(draw_alignment(SOURCE, TARGET, _weights(1, 1), "one"))) == 1
+    fig = draw_alignment(SOURCE, TARGET, _weights(2, 1), "two layers")
+    assert [ax.get_title() for ax in _image_axes(fig)] == ["layer 0", "layer 1"]  # from 0
     fig = draw_alignment(SOURCE, TARGET, _weights(2, 1), "two layers", layer_numbers=[3, 4])
     assert [ax.get_title() for ax in _image_axes(fig)] == ["layer 3", "layer 4"]
 

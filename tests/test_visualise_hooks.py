@@ -220,7 +220,9 @@ def test_a_pair_without_probes_shows_short_valid_sentences_without_accuracy(tmp_
     data = prepare(plain(cfg.data))
     with caplog.at_level(logging.INFO, logger="seq2seq.visualise.alignment_images"):
         (hook,) = validation_hooks(plain(cfg), data)
-    messages = [r.getMessage() for r in caplog.records if r.name == "seq2seq.visualise.alignment_images"]
+    messages = [
+        r.getMessage() for r in caplog.records if r.name == "seq2seq.visualise.alignment_images"
+    ]
     context = _context(cfg, data, tmp_path, step=4)
     hook(context)
     context.logger.close()
@@ -412,9 +414,9 @@ def test_images_mark_the_chosen_and_the_guided_head_and_draw_their_layers():
     assert (tag, every_tag) == ("alignment/00_a_b", "alignment_heads/00_a_b")
     assert summary.get_suptitle().endswith(" · mean of 3 heads · guided")
     titles = [axes.get_title() for axes in every.axes if axes.get_title()]
-    # the chosen head's layer 1 is drawn beside the last
+    # the chosen head's layer 0 is drawn beside the last, numbered from 0 as the marks are
     assert titles == [
-        "layer 1 · head 1", "layer 1 · head 2", "layer 1 · head 3 · chosen",
-        "layer 1 · mean of 3 heads", "layer 3 · head 1", "layer 3 · head 2", "layer 3 · head 3",
-        "layer 3 · mean of 3 heads · guided",
+        "layer 0 · head 0", "layer 0 · head 1", "layer 0 · head 2 · chosen",
+        "layer 0 · mean of 3 heads", "layer 2 · head 0", "layer 2 · head 1", "layer 2 · head 2",
+        "layer 2 · mean of 3 heads · guided",
     ]  # fmt: skip

@@ -31,6 +31,13 @@ in one line naming them until the same plugins are passed, `--plugins lab/scores
 
 Every problem with the options, the input or the checkpoint (a hostile or broken config,
 unreadable tokenisers) is one error line on stderr and exit code 2, never a traceback.
+
+A line is translated even when something about it is doubtful; one warning on stderr per
+line says what, naming the line: a line longer than the model's limit (`data.max_len`
+pieces) is cut to it (`WARNING: line 3: 230 source pieces, truncated to the model's limit
+of 100`), and a line hardly in the script of the model's source language may be in another
+language (`WARNING: line 4: 0 of its 10 letters are Chinese characters, ...`;
+`seq2seq.data.script_check`).
 """
 
 from __future__ import annotations
@@ -56,9 +63,11 @@ from seq2seq.cli.common import (
 )
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.output_folders import OutputPlaceError, writing_file
-from seq2seq.search.translator import Translation, Translator
+from seq2seq.search.translator import Translation, Translator, script_note
 from seq2seq.visualise.probes import Probe, probes_for
 from seq2seq.visualise.text_matrix import attention_matrix_text
+
+log = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -131,6 +140,7 @@ def translate_ctranslate2(args: argparse.Namespace, settings: SearchSettings, li
         print(f"seq2seq-translate: {one_line(error)}", file=sys.stderr)
         return 2
     translations = translator.translate(lines, settings, args.alignments)
+    warn_about_scripts(translations, translator.src_tokenizer)
     links = None
     if args.alignments:
         head = translator.meta.get("alignment")
@@ -166,6 +176,16 @@ def read_lines(args: argparse.Namespace) -> list[str]:
     if stream is None:  # a text stream substituted for stdin (tests, notebooks)
         return [line.rstrip("\r\n") for line in sys.stdin]
     return decode_lines(stream, "standard input")
+
+
+def warn_about_scripts(translations: Sequence[Translation], src_tokenizer) -> None:
+    """One warning per line hardly in the script of the model's source language
+    (`seq2seq.search.translator.script_note`), naming the line from 1. (The translator
+    warns of each line it cuts to the model's limit.)"""
+    for number, translation in enumerate(translations, 1):
+        note = script_note(translation, src_tokenizer)
+        if note is not None:
+            log.warning("line %d: %s", number, note)
 
 
 def format_translation(translation: Translation, n_best: int) -> list[str]:
@@ -247,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     draws = args.plot is not None or args.html is not None
     need_weights = args.show_attention or args.alignments or draws
     translations = translator.translate(lines, settings, need_weights)
+    warn_about_scripts(translations, translator.src_tokenizer)
     links = None
     if args.alignments:
         try:

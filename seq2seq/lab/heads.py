@@ -22,6 +22,9 @@ cross-attention), measures
   removed. Removing head h is Michel et al.'s mask ξ_h = 0 in
   `MultiHead = Σ_h ξ_h head_h W_O^h`, where W_O^h are the columns of W_O that read head h;
   here those columns of the attention's `output_proj` are zeroed, and restored afterwards.
+
+Layers and heads are numbered from 0 in the rows, labels and figures (`decoder cross L1 H0`),
+as everywhere in the project.
 """
 
 from __future__ import annotations
@@ -176,7 +179,7 @@ def layer_rows(kind: str, layer: int, sentences: list[torch.Tensor]) -> list[dic
     uniform = float(torch.log(visible.double()).mean())
     divergence = layer_divergence(sentences)
     return [
-        {"kind": kind, "layer": layer + 1, "head": head + 1,
+        {"kind": kind, "layer": layer, "head": head,
          "entropy": round(float(entropies[head].mean()), 4), "uniform_entropy": round(uniform, 4),
          "max_entropy": round(math.log(int(visible.max())), 4), "layer_js": round(divergence, 4)}
         for head in range(entropies.size(0))
@@ -243,14 +246,14 @@ def pruning_rows(
             for head in range(module.heads):
                 with head_removed(module, head):
                     bleu = greedy_bleu(translator, sources, references)
-                rows.append({"kind": kind, "layer": layer + 1, "head": head + 1,
+                rows.append({"kind": kind, "layer": layer, "head": head,
                              "bleu_without": round(bleu, 2),
                              "bleu_lost": round(full - bleu, 2)})  # fmt: skip
     return full, rows
 
 
 def head_label(row: dict[str, Any]) -> str:
-    """A head by its kind, layer and index (from 1): "decoder cross L2 H1"."""
+    """A head by its kind, layer and index (both from 0): "decoder cross L1 H0"."""
     return f"{row['kind']} L{row['layer']} H{row['head']}"
 
 
@@ -265,15 +268,15 @@ def entropy_figure(rows: list[dict[str, Any]], path) -> None:
     top = max(row["uniform_entropy"] for row in rows)
     for axis, kind in zip(axes, KINDS):
         mine = [row for row in rows if row["kind"] == kind]
-        layers, heads = max(r["layer"] for r in mine), max(r["head"] for r in mine)
-        grid = torch.zeros(layers, heads)
+        layers, heads = 1 + max(r["layer"] for r in mine), 1 + max(r["head"] for r in mine)
+        grid = torch.zeros(layers, heads)  # layer and head numbers are the indices
         for row in mine:
-            grid[row["layer"] - 1, row["head"] - 1] = row["entropy"]
+            grid[row["layer"], row["head"]] = row["entropy"]
         image = axis.imshow(grid.numpy(), cmap="viridis", vmin=0.0, vmax=top, aspect="auto")
         _annotate(axis, grid)
         js = {row["layer"]: row["layer_js"] for row in mine}
-        axis.set_yticks(range(layers), [f"layer {n}\nJS {js[n]:.2f}" for n in range(1, layers + 1)])
-        axis.set_xticks(range(heads), [f"head {n}" for n in range(1, heads + 1)])
+        axis.set_yticks(range(layers), [f"layer {n}\nJS {js[n]:.2f}" for n in range(layers)])
+        axis.set_xticks(range(heads), [f"head {n}" for n in range(heads)])
         axis.set_title(f"{kind}-attention")
     figure.colorbar(image, ax=axes, label="mean entropy of a head's weights (nats)")
     figure.suptitle("Entropy per head (low: focused) and mean pairwise JS divergence per layer")

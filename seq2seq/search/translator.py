@@ -37,7 +37,8 @@ from seq2seq.config.search_settings import SearchSettings
 from seq2seq.config.sizing import Vocabulary, check_state_shapes
 from seq2seq.config.stored import config_as_data, validated_config
 from seq2seq.data.batching import collate
-from seq2seq.data.tokenizer import Tokenizer, tokenizer_from_bytes
+from seq2seq.data.script_check import script_problem
+from seq2seq.data.tokenizer import SymbolTokenizer, Tokenizer, tokenizer_from_bytes
 from seq2seq.quantization import check_quantization, quantized
 from seq2seq.search import Hypothesis
 from seq2seq.search.batched import translate_ids
@@ -48,17 +49,58 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Translation:
-    """One input line and its n-best outputs."""
+    """One input line and its n-best outputs. A source longer than the model's limit is cut
+    to it (`Translator.max_source_len`): `pieces_given` counts the pieces before the cut,
+    `pieces_kept` those the model read, and `truncated` says whether any were left out."""
 
     source: str
     source_pieces: list[str]  # what the model saw, EOS included
     hypotheses: list[Hypothesis]
     texts: list[str]  # detokenised, one per hypothesis
     target_pieces: list[list[str]]  # per hypothesis, EOS included
+    pieces_given: int | None = None  # the source's pieces before the cut; None: not counted
 
     @property
     def text(self) -> str:
         return self.texts[0] if self.texts else ""
+
+    @property
+    def pieces_kept(self) -> int:
+        """The source pieces the model read, EOS not counted."""
+        return len(self.source_pieces) - 1
+
+    @property
+    def truncated(self) -> bool:
+        """True when the source was cut to the model's limit."""
+        return self.pieces_given is not None and self.pieces_given > self.pieces_kept
+
+
+def truncation_note(translation: Translation) -> str | None:
+    """The cut in words that follow `line 3: `; None when the source was not cut."""
+    if not translation.truncated:
+        return None
+    kept = translation.pieces_kept
+    return (
+        f"{translation.pieces_given} source pieces, truncated to the model's limit of {kept}: "
+        f"only the first {kept} were translated"
+    )
+
+
+def script_note(translation: Translation, src_tokenizer: Tokenizer) -> str | None:
+    """A source hardly in the script of the model's source language, in words that follow
+    `line 3: ` (`seq2seq.data.script_check`); None when it is, and for the toy tasks'
+    symbol tokeniser, whose symbols are no language."""
+    if src_tokenizer.kind == SymbolTokenizer.kind:
+        return None
+    return script_problem(translation.source, src_tokenizer.lang)
+
+
+def input_notes(translation: Translation, src_tokenizer: Tokenizer) -> list[str]:
+    """What the person who wrote the source should know before reading its translation,
+    one clause each (to follow `line 3: `): its cut to the model's limit
+    (`truncation_note`) and a source that may be in another language (`script_note`)."""
+    notes = [truncation_note(translation), script_note(translation, src_tokenizer)]
+    return [note for note in notes if note is not None]
 
 
 def stored_tokenizers(saved: Any, path: str | Path) -> dict[str, Tokenizer]:
@@ -186,8 +228,9 @@ class Translator:
         translator.quantization = quantization
         return translator
 
-    def encode_source(self, line: str, line_number: int) -> list[int]:
-        ids = self.src_tokenizer.encode(line)
+    def cut_to_limit(self, ids: list[int], line_number: int) -> list[int]:
+        """The source pieces the model reads: all of them, or the first `max_source_len`
+        (one warning naming the line and both counts; `Translation.truncated` says it too)."""
         if len(ids) > self.max_source_len:
             log.warning(
                 "line %d: %d source pieces, truncated to the model's limit of %d",
@@ -199,18 +242,23 @@ class Translator:
     def translate(
         self, lines: Sequence[str], settings: SearchSettings, need_weights: bool = False
     ) -> list[Translation]:
-        """Translate lines in order; an empty line gives an empty translation."""
-        sources = [self.encode_source(line, number) for number, line in enumerate(lines, 1)]
+        """Translate lines in order; an empty line gives an empty translation. Each
+        translation counts its source's pieces (`Translation.truncated`)."""
+        given = [self.src_tokenizer.encode(line) for line in lines]
+        sources = [self.cut_to_limit(ids, number) for number, ids in enumerate(given, 1)]
         todo = [i for i, ids in enumerate(sources) if ids]
         nbest = translate_ids(
             self.model, [sources[i] for i in todo], settings, self.device, need_weights
         )
         found = dict(zip(todo, nbest))
         return [
-            self._translation(line, sources[i], found.get(i, [])) for i, line in enumerate(lines)
+            self._translation(line, sources[i], found.get(i, []), len(given[i]))
+            for i, line in enumerate(lines)
         ]
 
-    def _translation(self, line: str, ids: list[int], hypotheses: list[Hypothesis]) -> Translation:
+    def _translation(
+        self, line: str, ids: list[int], hypotheses: list[Hypothesis], pieces_given: int
+    ) -> Translation:
         src_pieces = [self.src_tokenizer.id_to_piece(i) for i in ids] + ["</s>"]
         return Translation(
             source=line,
@@ -220,4 +268,5 @@ class Translator:
             target_pieces=[
                 [self.tgt_tokenizer.id_to_piece(i) for i in h.tokens] + ["</s>"] for h in hypotheses
             ],
+            pieces_given=pieces_given,
         )

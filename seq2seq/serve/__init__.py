@@ -8,7 +8,8 @@
   into batches and drops the work nobody awaits any more (`BatchQueue`);
 * `hosts`: the names a request's `Host` may give (against DNS rebinding);
 * `page`: the page at `/`, the attention viewer (`seq2seq.visualise.viewer`) with a text box;
-* `app`: the FastAPI application over those (`create_app(engine, limits)`);
+* `app`: the FastAPI application over those (`create_app(engine, limits)`) and its OpenAPI
+  schema (`api_schema`, kept in docs/guides/serving-openapi.json);
 * `server`: uvicorn as the command runs it, with a deadline for every request's headers;
 * `process`: a server in a subprocess on a free loopback port (the browser and load tests);
 

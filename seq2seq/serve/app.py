@@ -6,6 +6,14 @@
     GET  /models      the loaded model: language pair, architecture, parameters, alignment head
     GET  /            the attention viewer with a text box (`seq2seq.serve.page`)
 
+Each translation says whether its source was cut to the model's limit (`truncated`, with
+the pieces given and kept) and carries the warnings its writer should read (`warnings`: the
+cut, a sentence hardly in the script of the model's source language); `/health` gives the
+service's limits and the model's piece limit. The answers' types are pydantic models
+(`seq2seq.serve.json_bodies`); `api_schema` is the OpenAPI schema FastAPI writes of them,
+which docs/guides/serving-openapi.json keeps a copy of (`python -m seq2seq.serve.app` prints
+it; a test checks the copy).
+
 A translation request is read and checked here, then queued (`seq2seq.serve.request_queue`): the
 one worker thread translates what is queued in batches, requests with the same search
 settings together, and each request awaits its own answer. Every error is JSON
@@ -28,6 +36,7 @@ body ended or while it waited, is one INFO line in the log. The interactive API 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import resource
@@ -54,6 +63,7 @@ from seq2seq.serve.json_bodies import (
     ModelInfo,
     Models,
     Problem,
+    ServiceLimits,
     TranslateRequest,
     TranslateResponse,
 )
@@ -62,6 +72,11 @@ from seq2seq.serve.page import page_html
 from seq2seq.serve.request_queue import BatchQueue, DeadlinePassed, Job, QueueClosed, QueueFull
 
 log = logging.getLogger(__name__)
+TITLE = "seq2seq-serve"
+SUMMARY = (
+    "Translate sentences with a seq2seq checkpoint (or a CTranslate2 export of one), with "
+    "word links and attention on request; the page at / shows the attention."
+)
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem} for status in (400, 408, 413, 415, 422, 500, 503, 504)
 }
@@ -97,8 +112,8 @@ class Service:
         self.engine, self.limits, self.search = engine, limits, search
         self.queue = BatchQueue(self._translate_batch, limits.max_queue, limits.max_batch,
                                 limits.max_wait_ms / 1000, self.chunk_size)  # fmt: skip
-        self.page = page_html(engine.viewer_base(), limits, search)
         self.model = ModelInfo(**engine.model_info())
+        self.page = page_html(engine.viewer_base(), limits, search, self.model.max_source_pieces)
 
     def _translate_batch(self, key: BatchKey, sentences: list[str]) -> list[dict[str, Any]]:
         return sentence_results(self.engine, key, self.search, sentences)
@@ -168,7 +183,9 @@ class Service:
         raise RequestProblem(504, late_message(self.limits.timeout_s))
 
     def health(self) -> Health:
-        limits = {name: float(value) for name, value in asdict(self.limits).items()}
+        limits = ServiceLimits(
+            **asdict(self.limits), max_source_pieces=self.model.max_source_pieces
+        )
         counts = self.queue.counts
         return Health(status="ok", engine=self.engine.name, queued=self.queue.depth,
                       sentences_translated=counts.processed, sentences_dropped=counts.dropped,
@@ -355,12 +372,29 @@ def create_app(
     request's `Host` may give (`seq2seq.serve.hosts.allowed_names`; default: loopback).
     LimitsError when its beam size is over `limits.max_beam`."""
     service = Service(engine, limits, search or SearchSettings())
-    app = FastAPI(title="seq2seq-serve", lifespan=service.lifespan, docs_url=None, redoc_url=None)
+    app = bare_app(service.lifespan)
     app.state.service = service
     app.add_middleware(HostCheck, allowed=allowed_hosts)
-    add_error_handlers(app)
-    add_routes(app, service)
     return app
+
+
+def bare_app(lifespan: Any = None) -> FastAPI:
+    """The routes and error answers, without a service yet (the routes read it from
+    `app.state.service`), and without the interactive pages, which load from a CDN."""
+    app = FastAPI(title=TITLE, summary=SUMMARY, lifespan=lifespan, docs_url=None, redoc_url=None)
+    add_error_handlers(app)
+    add_routes(app)
+    return app
+
+
+def api_schema() -> dict[str, Any]:
+    """The service's OpenAPI schema, as `/openapi.json` serves it; it needs no model."""
+    return bare_app().openapi()
+
+
+def api_schema_text() -> str:
+    """`api_schema` as the documentation keeps it: indented JSON, one final newline."""
+    return json.dumps(api_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
 def add_error_handlers(app: FastAPI) -> None:
@@ -381,12 +415,14 @@ def add_error_handlers(app: FastAPI) -> None:
         return problem_response(422, str(problem.errors()[0].get("msg", "invalid request")))
 
 
-def add_routes(app: FastAPI, service: Service) -> None:
+def add_routes(app: FastAPI) -> None:
+    """The routes; each reads the service from `app.state.service`."""
     schema = {"content": {"application/json": {"schema": TranslateRequest.model_json_schema()}}}
 
     @app.post("/translate", response_model=TranslateResponse, response_model_exclude_none=True,
               responses=ERRORS, openapi_extra={"requestBody": {**schema, "required": True}})  # fmt: skip
     async def translate(request: Request) -> dict[str, Any]:
+        service: Service = request.app.state.service
         limits = service.limits
         body = await read_body(request, limits.max_body_bytes, limits.read_timeout_s)
         parsed = parsed_request(body)
@@ -396,17 +432,21 @@ def add_routes(app: FastAPI, service: Service) -> None:
                 "translations": results}  # fmt: skip
 
     @app.get("/health", response_model=Health)
-    async def health() -> Health:
-        return service.health()
+    async def health(request: Request) -> Health:
+        return request.app.state.service.health()
 
     @app.get("/models", response_model=Models)
-    async def models() -> Models:
-        return Models(models=[service.model])
+    async def models(request: Request) -> Models:
+        return Models(models=[request.app.state.service.model])
 
     @app.get("/", response_class=HTMLResponse)
-    async def page() -> HTMLResponse:
-        return HTMLResponse(service.page)
+    async def page(request: Request) -> HTMLResponse:
+        return HTMLResponse(request.app.state.service.page)
 
     @app.get("/favicon.ico", include_in_schema=False)
     async def favicon() -> Response:
         return Response(status_code=204)  # no icon; a browser asks for one
+
+
+if __name__ == "__main__":
+    sys.stdout.write(api_schema_text())  # the copy in docs/guides/serving-openapi.json

@@ -13,13 +13,16 @@ Two engines:
   that single head (one layer, one head, cross-attention only).
 
 `sentence_results` turns a batch of translations into the JSON of `POST /translate`: per
-sentence the best output and its score, the n-best list, and on request the Pharaoh links
-of each hypothesis and the best output's attention views.
+sentence the best output and its score, the n-best list, whether its source was cut to the
+model's limit (with the pieces given and kept), the warnings its writer should read
+(`seq2seq.search.translator.input_notes`: the cut, a sentence not in the script of the
+model's source language), and on request the Pharaoh links of each hypothesis and the best
+output's attention views.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -29,7 +32,7 @@ from seq2seq.align.extract import AlignmentError, AlignSettings, translation_lin
 from seq2seq.align.pharaoh import Links, format_links
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.export.ctranslate2_translator import CTranslate2Translator
-from seq2seq.search.translator import Translation, Translator
+from seq2seq.search.translator import Translation, Translator, input_notes
 from seq2seq.visualise.heatmap import describe_run, run_title
 from seq2seq.visualise.viewer import AttentionView, alignment_data, sentence_views, view_data
 
@@ -63,6 +66,8 @@ class Engine(Protocol):
     def links(self, translation: Translation) -> list[Links]: ...
 
     def views(self, translation: Translation) -> list[dict[str, Any]]: ...
+
+    def notes(self, translation: Translation) -> list[str]: ...
 
     def model_info(self) -> dict[str, Any]: ...
 
@@ -103,12 +108,16 @@ class TorchEngine:
             return []
         return [view_data(view) for view in sentence_views(self.translator, translation)]
 
+    def notes(self, translation: Translation) -> list[str]:
+        return input_notes(translation, self.translator.src_tokenizer)
+
     def model_info(self) -> dict[str, Any]:
         config = self.translator.config
         return {
             "name": self.path.name, "engine": self.name,
             "src_lang": str(config.data.src_lang), "tgt_lang": str(config.data.tgt_lang),
-            "architecture": describe_run(self.translator.run_config), "parameters": self.translator.parameters,
+            "architecture": checkpoint_architecture(self.translator.run_config),
+            "parameters": self.translator.parameters,
             "quantization": self.translator.quantization,
             "max_source_pieces": self.translator.max_source_len,
             "attention": None if self.shape is None else {"layers": self.shape[0], "heads": self.shape[1]},
@@ -120,6 +129,15 @@ class TorchEngine:
         alignment = None if self.shape is None else alignment_data(self.translator, self.shape[0])
         return {"title": PAGE_TITLE, "pair": f"{config.data.src_lang}→{config.data.tgt_lang}",
                 "model": run_title(self.translator.run_config), "alignment": alignment, "sentences": []}  # fmt: skip
+
+
+def checkpoint_architecture(run_config: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's components as `describe_run` names them for titles, its numbers as
+    numbers: `heads` is read from the config, not from the title's text."""
+    described: dict[str, Any] = dict(describe_run(run_config))
+    if "heads" in described:
+        described["heads"] = int(run_config["attention"]["heads"])
+    return described
 
 
 def _alignment_info(found: DefaultSettings) -> dict[str, Any]:
@@ -147,7 +165,12 @@ class CTranslate2Engine:
     def translate(
         self, sentences: Sequence[str], settings: SearchSettings, need_weights: bool
     ) -> list[Translation]:
-        return self.translator.translate(sentences, settings, need_weights)
+        """The export's translations, each with its source's piece count, which the
+        export's translator does not keep: counted here with the same tokeniser."""
+        translations = self.translator.translate(sentences, settings, need_weights)
+        return [translation if translation.pieces_given is not None else
+                replace(translation, pieces_given=len(self.translator.src_tokenizer.encode(translation.source)))
+                for translation in translations]  # fmt: skip
 
     def links(self, translation: Translation) -> list[Links]:
         # Each hypothesis holds the recorded head's attention alone, as layer 0, head 0.
@@ -162,6 +185,9 @@ class CTranslate2Engine:
                              translation.target_pieces[0], translation.source_pieces,
                              best.attention, self.NOTE)  # fmt: skip
         return [view_data(view)]
+
+    def notes(self, translation: Translation) -> list[str]:
+        return input_notes(translation, self.translator.src_tokenizer)
 
     def model_info(self) -> dict[str, Any]:
         meta = self.translator.meta
@@ -202,14 +228,18 @@ def sentence_results(
 
 
 def sentence_result(engine: Engine, key: BatchKey, translation: Translation) -> dict[str, Any]:
-    """One sentence's answer. An empty sentence has one empty hypothesis of score 0, as
-    `seq2seq-translate` prints it."""
+    """One sentence's answer. A sentence without pieces has one empty hypothesis of score
+    0, as `seq2seq-translate` prints it."""
     hypotheses = [{"text": text, "score": float(hypothesis.score)} for hypothesis, text
                   in zip(translation.hypotheses, translation.texts)] or [{"text": "", "score": 0.0}]  # fmt: skip
     if key.alignments:
         for hypothesis, links in zip(hypotheses, engine.links(translation)):
             hypothesis["links"] = format_links(links)
-    result: dict[str, Any] = {"source": translation.source, **hypotheses[0], "nbest": hypotheses}
+    result: dict[str, Any] = {"source": translation.source, **hypotheses[0], "nbest": hypotheses,
+                              "truncated": translation.truncated,
+                              "pieces_given": translation.pieces_given,
+                              "pieces_kept": translation.pieces_kept,
+                              "warnings": engine.notes(translation)}  # fmt: skip
     if key.attention:
         result["attention"] = engine.views(translation)
     return result

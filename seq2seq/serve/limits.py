@@ -1,7 +1,7 @@
 """What the service accepts: per request, per queue and per batch, checked at start-up.
 
-A request over a limit is answered 422 with the limit in words (`request_problem`); a full
-queue is answered 503. The defaults fit a small model on a laptop: a client sends up to 32
+A request over a limit, or with an empty sentence (`""`, or only spaces), is answered 422
+with the limit in words (`request_problem`); a full queue is answered 503. The defaults fit a small model on a laptop: a client sends up to 32
 sentences of up to 500 characters, 64 requests wait at most, and the worker merges up to 64
 sentences, waiting up to 5 ms for more after the first. A request's translation may take 60 s
 (`timeout_s`: then it is answered 504 and its work dropped), and a client has 10 s to send a
@@ -42,7 +42,11 @@ class LimitsError(ValueError):
 class Limits:
     """The service's limits; LimitsError at construction for a value out of range."""
 
-    max_chars: int = field(default=500, metadata={"help": "characters per sentence"})
+    max_chars: int = field(
+        default=500,
+        metadata={"help": "characters per sentence (the model reads the first data.max_len "
+                  "pieces of it, and says when it cuts one)"},
+    )  # fmt: skip
     max_sentences: int = field(default=32, metadata={"help": "sentences per request"})
     max_queue: int = field(default=64, metadata={"help": "requests waiting for the worker"})
     max_batch: int = field(default=64, metadata={"help": "sentences the worker merges"})
@@ -95,12 +99,15 @@ def limit_names() -> list[str]:
 
 
 def request_problem(sentences: Sequence[str], beam_size: int, limits: Limits) -> str | None:
-    """What puts a request over the limits, in one line; None when it is within them."""
+    """What puts a request over the limits (or gives an empty sentence), in one line naming
+    the sentence's index; None when it is within them."""
     if not sentences:
         return "sentences: give at least one sentence"
     if len(sentences) > limits.max_sentences:
         return f"sentences: {len(sentences)} sentences; at most {limits.max_sentences} per request"
     for index, sentence in enumerate(sentences):
+        if not sentence.strip():
+            return f"sentences[{index}]: an empty sentence; give text to translate"
         if len(sentence) > limits.max_chars:
             return (
                 f"sentences[{index}]: {len(sentence)} characters; "

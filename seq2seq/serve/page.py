@@ -8,6 +8,12 @@ model's pair, description and marked heads from the start, the sentences from th
 and runs the viewer's own script again, wrapped in a function, on each answer. The
 viewer's sentence selector is replaced by an empty one first, since the viewer fills it
 only once.
+
+The page's own status line says the limits: lines and characters per request, and the
+model's piece limit (it reads the first N pieces of a line). Under each translation, the
+warnings of the answer are shown in words (`warnings`: a line cut to the model's limit, a
+line hardly in the script of the model's source language), each in an element of class
+`input-note`.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ FORM = """
     <button type="submit" id="translate">Translate</button>
   </div>
 </form>
-<p id="status" aria-live="polite">At most @@MAX_SENTENCES@@ lines of @@MAX_CHARS@@ characters.</p>
+<p id="status" aria-live="polite">At most @@MAX_SENTENCES@@ lines of @@MAX_CHARS@@ characters; the model reads the first @@MAX_PIECES@@ pieces (words or parts of words) of each line.</p>
 <ol id="translations"></ol>
 """
 
@@ -39,6 +45,7 @@ FORM_STYLE = """
 #beam { width: 4em; font: inherit; }
 #status { color: #555; margin: .2em 0; }
 #translations { margin: .2em 0 .8em; padding-left: 1.6em; font-size: 1.1em; }
+#translations .input-note { color: #8a4b00; font-size: .85em; margin: .1em 0 .3em; }
 body.waiting #controls, body.waiting #texts, body.waiting #note, body.waiting #marks,
 body.waiting #readout, body.waiting #strips, body.waiting #scale, body.waiting #heatmap { display: none; }
 """
@@ -63,13 +70,22 @@ function showViewer() {
     for (const translation of translations) {
       const item = document.createElement("li");
       item.textContent = translation.text;
+      for (const warning of translation.warnings) {
+        const note = document.createElement("div");
+        note.className = "input-note";
+        note.textContent = "⚠ " + warning;
+        item.append(note);
+      }
       list.append(item);
     }
   }
 
   function show(answer) {
     listTranslations(answer.translations);
-    status.textContent = "Translated with " + answer.engine + ", beam " + answer.beam_size + ".";
+    const noted = answer.translations.filter((translation) => translation.warnings.length > 0);
+    status.textContent = "Translated with " + answer.engine + ", beam " + answer.beam_size + "."
+      + (noted.length === 0 ? "" : " " + noted.length + " of " + answer.translations.length
+         + " lines have a warning below their translation.");
     const sentences = answer.translations
       .filter((translation) => translation.attention && translation.attention.length > 0)
       .map((translation) => ({ source: translation.source, output: translation.text,
@@ -109,13 +125,17 @@ function showViewer() {
 """
 
 
-def page_html(base: dict[str, Any], limits: Limits, defaults: SearchSettings) -> str:
+def page_html(
+    base: dict[str, Any], limits: Limits, defaults: SearchSettings, max_source_pieces: int
+) -> str:
     """The page: the viewer's markup with the form after its header, `base` (the viewer's
-    data without sentences) as its data, the viewer's style and script inline."""
+    data without sentences) as its data, the viewer's style and script inline; its status
+    line gives the limits and the model's `max_source_pieces`."""
     if PAGE.count("</header>") != 1:
         raise RuntimeError("the viewer's page has changed: no single </header> to follow")
     numbers = {"MAX_BEAM": limits.max_beam, "BEAM": defaults.beam_size,
-               "MAX_SENTENCES": limits.max_sentences, "MAX_CHARS": limits.max_chars}  # fmt: skip
+               "MAX_SENTENCES": limits.max_sentences, "MAX_CHARS": limits.max_chars,
+               "MAX_PIECES": max_source_pieces}  # fmt: skip
     form = re.sub(r"@@(\w+)@@", lambda match: str(int(numbers[match.group(1)])), FORM)
     parts = {
         "TITLE": html.escape(base["title"]),

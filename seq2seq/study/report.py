@@ -492,7 +492,8 @@ def header_lines(command: str, made_by: str | None) -> list[str]:
         "on the linked source word); test AER: alignment error rate (Och & Ney 2003) of the "
         "best checkpoint's teacher-forced attention on the hand-aligned test pairs "
         "(`seq2seq/align/gold/`), argmax links: the last layer's head mean, the layer × "
-        "head chosen for the lowest AER on the valid gold pairs (named `layer L head H`) "
+        "head chosen for the lowest AER on the valid gold pairs (named `layer L head H`, "
+        "both from 0) "
         "and, for a guided model, the guided head; `—` for models without attention; p vs "
         "base: the paired bootstrap of test BLEU against the sweep's baseline (or a guided "
         f"model's unguided twin), the largest p over the seeds ({MARK}: significant, below).",

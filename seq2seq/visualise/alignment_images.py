@@ -17,7 +17,8 @@ After each validation the trainer calls `hook(context)` with a
 
 The AER hook (`seq2seq.align.aer_hook`) runs before this one: its chosen head and a guided
 model's guided head are marked in the panels (`alignment_heads/...` also draws their layers
-when they are not the last).
+when they are not the last). Panel titles number layers and heads from 0, as the AER hook's
+log line and `valid/aer_chosen_layer` do.
 
 Models with attention=none get no hook: they have no weights to show or score.
 
@@ -184,7 +185,8 @@ class AlignmentHook:
         attention = hypothesis.attention  # (layers, heads, tgt_len, src_len)
         layers, heads = attention.shape[:2]
         marks = heatmap().panel_marks(self.marks(layers, heads) if self.marks else [])
-        shown = sorted({layers - 1, *(layer - 1 for layer, _ in marks)})  # from 0
+        last = layers - 1  # layers and heads are numbered from 0, in the titles too
+        shown = sorted({last, *(layer for layer, _ in marks)})
 
         def draw(weights, numbers: list[int], suffix: str = "") -> Figure:
             return draw_alignment(sentence.source_pieces, target_pieces, weights,
@@ -193,11 +195,11 @@ class AlignmentHook:
         last_layer = attention[-1:]  # (1, heads, tgt_len, src_len)
         summary = last_layer.mean(dim=1, keepdim=True)  # (1, 1, tgt_len, src_len)
         suffix = f" · mean of {heads} heads" if heads > 1 else ""
-        if (layers, None) in marks:  # a one-panel figure shows no panel title
-            suffix += f" · {marks[layers, None]}"
-        images = [(sentence.tag, draw(summary, [layers], suffix))]
-        if heads > 1 or shown != [layers - 1]:
-            every = draw(attention[shown], [layer + 1 for layer in shown])
+        if (last, None) in marks:  # a one-panel figure shows no panel title
+            suffix += f" · {marks[last, None]}"
+        images = [(sentence.tag, draw(summary, [last], suffix))]
+        if heads > 1 or shown != [last]:
+            every = draw(attention[shown], shown)
             images.append((heads_tag(sentence.tag), every))
         return images
 

@@ -8,9 +8,10 @@ How to read one:
   in each cell when the matrix is at most 16 × 16 and the figure has at most 5 panels
   (more numbers would be unreadable, and slow to draw).
 * Several heads: one panel per head plus their mean, one grid row per decoder attention
-  layer. A single head: one panel per layer. A marked panel says so in its title
-  (`layer 2 · head 3 · chosen`): the head training chose on the valid gold, the guided
-  head (`seq2seq.align.defaults`).
+  layer. A single head: one panel per layer. Layers and heads are numbered from 0, as
+  everywhere in the project (`layer 1 · head 2` is `seq2seq-align --layer 1 --head 2`).
+  A marked panel says so in its title (`layer 1 · head 2 · chosen`): the head training
+  chose on the valid gold, the guided head (`seq2seq.align.defaults`).
 * Cells whose weight is exactly 0 are hatched grey, and where a row has such cells its
   non-zero span is outlined: hard attention shows the one chosen cell, local attention
   its window; soft attention has no exact zeros and no outlines.
@@ -86,16 +87,15 @@ def draw_alignment(
 
     With one head each row holds one panel; with H > 1 heads it holds H panels and their
     mean. Only the first column shows the target labels and the first row the source
-    labels, since every panel shares them. `layer_numbers` names the layers in the panel
-    titles (default 1, 2, ...; pass e.g. [3] when `weights` holds only the last of three).
-    `marks` adds a word to the titles of some panels: {(layer number, head number from 1,
-    or None for the head mean and for a one-head layer): "chosen"}.
+    labels, since every panel shares them. Layers and heads are numbered from 0.
+    `layer_numbers` names the layers in the panel titles (default 0, 1, ...; pass e.g. [2]
+    when `weights` holds only the last of three). `marks` adds a word to the titles of some
+    panels: {(layer number, head number, or None for the head mean and for a one-head
+    layer): "chosen"}.
     """
     matrices = _as_numpy(weights)  # (layers, heads, tgt_len, src_len)
     _check_shape(matrices, len(source_pieces), len(target_pieces))
-    numbers = (
-        list(layer_numbers) if layer_numbers is not None else list(range(1, len(matrices) + 1))
-    )
+    numbers = list(layer_numbers) if layer_numbers is not None else list(range(len(matrices)))
     if len(numbers) != len(matrices):
         raise ValueError(f"layer_numbers has {len(numbers)} entries for {len(matrices)} layers")
     rows = [
@@ -131,11 +131,11 @@ def figure_to_rgb(fig: Figure) -> np.ndarray:
 
 
 def panel_marks(marks: Sequence[HeadMark]) -> dict[tuple[int, int | None], str]:
-    """`draw_alignment`'s marks of some `HeadMark`s (counted from 0; the figure counts from
-    1): {(layer number, head number or None): "guided, chosen"}."""
+    """`draw_alignment`'s marks of some `HeadMark`s, both counted from 0: {(layer, head or
+    None for the head mean): "guided, chosen"}."""
     panels: dict[tuple[int, int | None], str] = {}
     for mark in marks:
-        key = (mark.layer + 1, None if mark.head is None else mark.head + 1)
+        key = (mark.layer, mark.head)
         panels[key] = f"{panels[key]}, {mark.label}" if key in panels else mark.label
     return panels
 
@@ -251,8 +251,8 @@ def _layer_panels(
     target_pieces: Sequence[str],
     marks: Mapping[tuple[int, int | None], str],
 ) -> list[AlignmentPanel]:
-    """heads (heads, tgt_len, src_len) → one panel per head, plus the mean when heads > 1;
-    a marked panel's title ends in its mark (`draw_alignment`)."""
+    """heads (heads, tgt_len, src_len) → one panel per head (numbered from 0), plus the
+    mean when heads > 1; a marked panel's title ends in its mark (`draw_alignment`)."""
     src, tgt = list(source_pieces), list(target_pieces)
 
     def title(text: str, head: int | None) -> str:
@@ -262,7 +262,7 @@ def _layer_panels(
     if len(heads) == 1:
         return [AlignmentPanel(src, tgt, heads[0], title(f"layer {layer}", None))]
     panels = [
-        AlignmentPanel(src, tgt, matrix, title(f"layer {layer} · head {head + 1}", head + 1))
+        AlignmentPanel(src, tgt, matrix, title(f"layer {layer} · head {head}", head))
         for head, matrix in enumerate(heads)
     ]
     mean_title = title(f"layer {layer} · mean of {len(heads)} heads", None)

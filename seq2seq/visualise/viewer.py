@@ -22,10 +22,14 @@ heatmap) to shade the column pieces by its weights, a column piece for the rever
 for its exact weight; buttons switch the kind of attention, the layer and the head (or the
 mean over heads).
 
+Layers and heads are numbered from 0 on the page, in its messages and in its data, as in
+the training log, the service's JSON, `seq2seq-align --layer L --head H` and the config
+(`docs/guides/alignments.md`, "Layer and head numbers").
+
 The cross-attention buttons mark the head training chose on the valid gold and a guided
 model's guided head (`seq2seq.align.defaults.head_marks`; the mark is drawn by CSS, so a
 button's text stays its number), and the page opens on the head alignments are read from
-by default (`default_settings`); with neither, it opens on the first layer's head mean.
+by default (`default_settings`); with neither, it opens on layer 0's head mean.
 """
 
 from __future__ import annotations
@@ -217,13 +221,14 @@ def viewer_html(data: dict[str, Any]) -> str:
 
 
 def opening_line(data: dict[str, Any]) -> str:
-    """Where the page of `data` opens and which head it marks, in words (for a message)."""
+    """Where the page of `data` opens and which head it marks, in words (for a message),
+    layer and head counted from 0 as the page counts them."""
     alignment = data["alignment"]
     if alignment["source"] == DEFAULT:
-        return "it marks no head (the checkpoint stores no choice) and opens on layer 1, head mean"
+        return "it marks no head (the checkpoint stores no choice) and opens on layer 0, head mean"
     start = alignment["start"]
-    head = "head mean" if start["head"] == "mean" else f"head {start['head'] + 1}"
-    return f"it opens on layer {start['layer'] + 1}, {head} ({alignment['reason']})"
+    head = "head mean" if start["head"] == "mean" else f"head {start['head']}"
+    return f"it opens on layer {start['layer']}, {head} ({alignment['reason']})"
 
 
 def write_viewer(
@@ -326,8 +331,14 @@ function current() {
   return { sentence, view, matrix };
 }
 
-function headName() {
-  return state.head === "mean" ? "head mean" : "head " + (state.head + 1);
+// Layers and heads are numbered from 0, as the training log, the JSON API and
+// seq2seq-align number them.
+function layerName(layer) {
+  return "layer " + layer;
+}
+
+function headName(head) {
+  return head === null || head === "mean" ? "head mean" : "head " + head;
 }
 
 function shade(node, weight) {
@@ -343,11 +354,12 @@ function markText(marks) {
   return marks.map((mark) => mark.label).filter((label, index, all) => all.indexOf(label) === index).join(", ");
 }
 
-function buttons(container, labels, selected, choose, marks) {
+function buttons(container, labels, selected, choose, marks, names) {
   container.replaceChildren();
   labels.forEach((label, index) => {
     const button = element("button", "", label);
     button.setAttribute("aria-pressed", String(index === selected));
+    if (names) button.setAttribute("aria-label", names[index]);
     const marked = marks ? marks[index] : [];
     if (marked.length > 0) {
       button.dataset.mark = markText(marked);
@@ -372,14 +384,16 @@ function renderControls() {
   buttons(byId("views"), sentence.views.map((v) => v.title), state.view,
           (index) => { state.view = index; clampState(); });
   const marks = viewMarks(view);
-  buttons(byId("layers"), view.layers.map((_, index) => String(index + 1)), state.layer,
+  const layers = view.layers.map((_, index) => index);  // numbered from 0
+  buttons(byId("layers"), layers.map(String), state.layer,
           (index) => { state.layer = index; },
-          view.layers.map((_, index) => marks.filter((mark) => mark.layer === index)));
-  const heads = ["mean"].concat(view.layers[state.layer].heads.map((_, index) => String(index + 1)));
+          layers.map((layer) => marks.filter((mark) => mark.layer === layer)), layers.map(layerName));
+  const heads = ["mean"].concat(view.layers[state.layer].heads.map((_, index) => index));
   const inLayer = marks.filter((mark) => mark.layer === state.layer);
-  buttons(byId("heads"), heads, state.head === "mean" ? 0 : state.head + 1,
-          (index) => { state.head = index === 0 ? "mean" : index - 1; },
-          heads.map((_, index) => inLayer.filter((mark) => mark.head === (index === 0 ? null : index - 1))));
+  buttons(byId("heads"), heads.map(String), state.head === "mean" ? 0 : state.head + 1,
+          (index) => { state.head = heads[index]; },
+          heads.map((head) => inLayer.filter((mark) => mark.head === (head === "mean" ? null : head))),
+          heads.map(headName));
 }
 
 function clampState() {
@@ -401,10 +415,10 @@ function renderTexts() {
     line.append(element("b", "", label), element("span", "", text));
     texts.append(line);
   }
-  byId("note").textContent = view.title + ", layer " + (state.layer + 1) + ", " + headName() + ". " + view.note + ".";
-  byId("marks").textContent = viewMarks(view).map((mark) => "Marked " + mark.label + ": layer " +
-    (mark.layer + 1) + ", " + (mark.head === null ? "head mean" : "head " + (mark.head + 1)) +
-    " (" + mark.reason + ").").join(" ");
+  byId("note").textContent = view.title + ", " + layerName(state.layer) + ", " + headName(state.head) +
+    ". " + view.note + ".";
+  byId("marks").textContent = viewMarks(view).map((mark) => "Marked " + mark.label + ": " +
+    layerName(mark.layer) + ", " + headName(mark.head) + " (" + mark.reason + ").").join(" ");
 }
 
 function sides(view) {
@@ -519,7 +533,7 @@ function focusCell(row, column) {
     .classList.add("focus");
   byId("readout").textContent = "“" + view.rows[row] + "” (row " + (row + 1) + ") → “" +
     view.columns[column] + "” (column " + (column + 1) + "): " + matrix[row][column].toFixed(4) +
-    " (" + view.title + ", layer " + (state.layer + 1) + ", " + headName() + ")";
+    " (" + view.title + ", " + layerName(state.layer) + ", " + headName(state.head) + ")";
 }
 
 function clearFocus() {

@@ -9,8 +9,12 @@
    this step;
 3. with `--first-run`: the README's first run as it shows it (its blocks up to the one that
    draws `first_alignment.png`; about a minute on 2 cores), which fills its `size="full"`
-   output regions (the lines the training ends with) and replaces the picture
-   docs/images/first_alignment.png.
+   output regions (the lines the training ends with) and redraws the picture
+   docs/images/first_alignment.png from the run's checkpoint;
+4. the pictures of docs/images (`tools.site.pictures`), redrawn by the current code from
+   the runs they show (`make train`'s, the README's first run, `make compare`'s): a
+   picture whose run is not on this machine is kept, with a line that says so.
+   `--no-pictures` skips this step.
 
 The strict build of the site is make's next step (`mkdocs build --strict`).
 """
@@ -18,13 +22,12 @@ The strict build of the site is make's next step (`mkdocs build --strict`).
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from seq2seq.output_folders import OutputPlaceError, check_output_place, place_error
-from tools.site import readme_tables, reference
+from tools.site import pictures, readme_tables, reference
 from tools.site.doc_blocks import (
     BlockResult,
     block_environment,
@@ -39,6 +42,7 @@ from tools.site.outputs import fill_page, region_names
 
 FIRST_RUN_PICTURE = "first_alignment.png"  # what the README's first run draws
 FIRST_RUN_IMAGE = Path("docs") / "images" / FIRST_RUN_PICTURE  # where the README shows it
+FIRST_RUN_CHECKPOINT = Path("outputs") / "first_alignment" / "checkpoints" / "best.pt"
 
 
 def reported(results: list[BlockResult]) -> bool:
@@ -94,8 +98,13 @@ def refresh_first_run(repo: Path) -> bool:
         for page in (readme, repo / "README.zh-CN.md"):
             if page.is_file():
                 fill_outputs(page, results, folder, as_shown=True)
-        shutil.copyfile(folder / FIRST_RUN_PICTURE, repo / FIRST_RUN_IMAGE)
-        print(f"wrote {FIRST_RUN_IMAGE} and the first run's output in the READMEs")
+        print("wrote the first run's output in the READMEs")
+        pictures.refresh(
+            repo, [FIRST_RUN_PICTURE],
+            {FIRST_RUN_PICTURE: folder / FIRST_RUN_CHECKPOINT},
+            {FIRST_RUN_PICTURE: (FIRST_RUN_CHECKPOINT.as_posix(), "the README's first run, in a "
+                                 "temporary folder (python -m tools.site --first-run)")},
+        )  # fmt: skip
     return True
 
 
@@ -111,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         "--first-run", action="store_true",
         help="also run the README's first run as shown (about a minute): its output and picture",
     )  # fmt: skip
+    parser.add_argument(
+        "--no-pictures", action="store_true", help="do not redraw the pictures of docs/images"
+    )
     args = parser.parse_args(argv)
     try:
         return build(args)
@@ -120,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     except OutputPlaceError as error:
         print(f"python -m tools.site: {error}", file=sys.stderr)
         return 2
+    except pictures.PictureError as error:  # a checkpoint there that the code cannot draw
+        print(f"python -m tools.site: {error}", file=sys.stderr)
+        return 1
 
 
 def build(args: argparse.Namespace) -> int:
@@ -132,6 +147,11 @@ def build(args: argparse.Namespace) -> int:
     for path in readme_tables.write_readmes(REPO_ROOT):
         print(f"wrote the components tables of {path.relative_to(REPO_ROOT)}")
     ok = refresh_first_run(REPO_ROOT) if args.first_run else True
+    if not args.no_pictures:  # after the first run, whose picture it then leaves alone
+        drawn_by_first_run = {FIRST_RUN_PICTURE} if args.first_run else set()
+        pictures.refresh(
+            REPO_ROOT, [p.name for p in pictures.PICTURES if p.name not in drawn_by_first_run]
+        )
     if args.no_outputs:
         return 0 if ok else 1
     for page in runnable_pages(REPO_ROOT):

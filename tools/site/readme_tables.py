@@ -10,7 +10,8 @@ component in registration order, with its one-line summary (the first paragraph 
 class's docstring, the same words as the components reference) and, for a score or a
 region, its options (the fields of its options dataclass, as `attention.score.<field>`).
 A first paragraph longer than a line that cites its source (`... (Martins & Astudillo
-2016): the Euclidean projection ...`) is cut after the citation.
+2016): the Euclidean projection ...`) is cut after the citation. A docs page it names
+(`docs/attention-taxonomy.md`) becomes a link, as in the components reference.
 
 `write_readmes(repo)` fills the region of each README that has one (`make docs`);
 `stale_readmes(repo)` names those whose region differs from the code's tables
@@ -24,7 +25,7 @@ import re
 from pathlib import Path
 
 from seq2seq import registry
-from tools.site.reference import first_paragraph, table
+from tools.site.reference import first_paragraph, linked_doc_pages, table
 
 README_NAMES = ("README.md", "README.zh-CN.md")
 REGION = re.compile(
@@ -69,7 +70,8 @@ def tables() -> str:
     for group, (head, with_options) in GROUP_HEADS.items():
         header = [head, "what it is"] + (["its options"] if with_options else [])
         rows = [
-            [f"`{c.name}`", summary(c)] + ([options(c)] if with_options else [])
+            [f"`{c.name}`", linked_doc_pages(summary(c), "")]
+            + ([options(c)] if with_options else [])
             for c in registry.components(group)
         ]
         lines += [*table(header, rows), ""]

@@ -5,7 +5,8 @@
   start-up (`seq2seq.config.value_checks`, `seq2seq.option_rules`, `SearchSettings`) and the
   comment written beside it;
 * `components_page()`: every registered component (`seq2seq.registry`) with its options
-  and its FLOP formula (the docstring of its `flops`, see `seq2seq.flops`);
+  and its FLOP formula (the docstring of its `flops`, see `seq2seq.flops`); a docs page
+  that a summary names (`docs/lab/hard_attention.md`) becomes a link to it;
 * `commands_page()`: the `--help` of every console command of pyproject.toml.
 
 `pages()` gives all three as {path below docs/: text}; `write_pages(docs_dir)` writes them
@@ -18,6 +19,8 @@ import dataclasses
 import functools
 import inspect
 import os
+import posixpath
+import re
 import subprocess
 import sys
 import types
@@ -44,6 +47,9 @@ GENERATED = (
 CONFIG_PAGE, COMPONENTS_PAGE, COMMANDS_PAGE = (
     "reference/config.md", "reference/components.md", "reference/commands.md"
 )  # fmt: skip
+# A page a docstring names: not inside a longer path, a link's text or a link's target.
+DOC_PAGE = re.compile(r"(?<![\w/\[])(?<!\]\()(?P<path>docs/[\w./-]+?\.md)\b")
+TRANSLATION_SUFFIX = re.compile(r"\.[a-z]{2}(?:-[A-Z]{2})?\.md$")  # page.zh.md, README.zh-CN.md
 HELP_COLUMNS = "100"  # argparse wraps its help to $COLUMNS: the same width everywhere
 
 
@@ -108,6 +114,26 @@ def table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> list[str]:
 
 def code(text: str) -> str:
     return f"`{text}`" if text else ""
+
+
+def linked_doc_pages(text: str, from_folder: str, repo: Path = REPO_ROOT) -> str:
+    """`text` (a docstring's words) with each page it names as `docs/<path>.md` that exists
+    made a link to that page, relative to the page at `from_folder` (its folder from the
+    repository's top: `docs/reference`, or "" for a README). Code spans stay as they are.
+    Inside the site a translation (`docs/index.zh.md`) is linked as its page (`index.md`),
+    which the site shows in the reader's language: MkDocs knows no `.zh.md` file."""
+    parts = text.split("`")
+    for index in range(0, len(parts), 2):  # the even parts lie outside code spans
+        parts[index] = DOC_PAGE.sub(lambda m: doc_link(m, from_folder, repo), parts[index])
+    return "`".join(parts)
+
+
+def doc_link(match: re.Match[str], from_folder: str, repo: Path) -> str:
+    path = match["path"]
+    if not (repo / path).is_file():
+        return match[0]
+    target = TRANSLATION_SUFFIX.sub(".md", path) if from_folder.startswith("docs") else path
+    return f"[{path}]({posixpath.relpath(target, from_folder or '.')})"
 
 
 def first_paragraph(obj: Any) -> str:
@@ -346,7 +372,7 @@ def group_section(group: str) -> list[str]:
     lines = [f"## {group}", "", GROUP_WORDS.get(group, ""), ""]
     lines += table(("name", "class", "what it is"), (
         [code(c.name), code(f"{c.builder.__module__}.{c.builder.__qualname__}"),
-         first_paragraph(c.builder)] for c in components
+         linked_doc_pages(first_paragraph(c.builder), "docs/reference")] for c in components
     ))  # fmt: skip
     lines.append("")
     for component in components:

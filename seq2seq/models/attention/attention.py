@@ -1,6 +1,6 @@
 """`Attention`: one module for every combination of score × region × heads.
 
-The three axes (docs/index.md, "What it has") are independent and chosen by name:
+The three axes (docs/attention-taxonomy.md) are independent and chosen by name:
 
 * score (打分函数): dot, scaled_dot, general, additive, cosine   -> `scores.py`
 * region (计算区域): soft, sparsemax, entmax15, hard, local       -> `regions.py`

@@ -1,4 +1,4 @@
-"""Regions: which keys get weight and how scores become weights ("计算区域", docs/index.zh.md).
+"""Regions: which keys get weight and how scores become weights ("计算区域", docs/attention-taxonomy.md).
 
 * soft:      a softmax over every visible key.
 * sparsemax: a Euclidean projection onto the simplex: keys far below the best get exactly 0

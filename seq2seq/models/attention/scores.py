@@ -1,4 +1,4 @@
-"""Score functions: how well each query matches each key ("打分函数", docs/index.zh.md).
+"""Score functions: how well each query matches each key ("打分函数", docs/attention-taxonomy.md).
 
 Every score works per head: the query is `(batch, heads, tgt_len, query_width)`, the
 keys `(batch, heads, src_len, key_width)`, and the scores `(batch, heads, tgt_len,
@@ -84,7 +84,7 @@ def _require_equal_widths(score: str, query_width: int, key_width: int) -> None:
 
 @registry.register("score", "dot")
 class DotScore(DotProductScore):
-    """`s(q, k) = qᵀ k`  (点积, docs/index.zh.md; Luong et al. 2015, eq. 8, "dot").
+    """`s(q, k) = qᵀ k`  (点积模型, docs/attention-taxonomy.md; Luong et al. 2015, eq. 8, "dot").
 
     Has no parameters, so query and key must have the same width: a different width is a
     ValueError rather than a hidden projection (which would make it the "general" score).
@@ -141,7 +141,7 @@ class AdditiveOptions:
 class AdditiveScore(Score):
     """`s(q, k) = vᵀ tanh(W q + U k + b)`  (Bahdanau et al. 2015, eq. 6; Luong's "concat").
 
-    Also called MLP attention (加性模型, docs/index.zh.md). `U k + b` is computed in
+    Also called MLP attention (加性模型, docs/attention-taxonomy.md). `U k + b` is computed in
     `project_keys`, once per sentence; each step adds `W q` and reduces with `v`. The
     hidden width defaults to the key width.
     """
@@ -183,7 +183,7 @@ class CosineOptions:
 
 @registry.register("score", "cosine", options=CosineOptions)
 class CosineScore(DotProductScore):
-    """`s(q, k) = γ · qᵀ k / (‖q‖ ‖k‖)`  (cosine similarity, 余弦, docs/index.zh.md).
+    """`s(q, k) = γ · qᵀ k / (‖q‖ ‖k‖)`  (cosine similarity, 余弦相似度, docs/attention-taxonomy.md).
 
     A cosine lies in [-1, 1], so without a scale the softmax could never be sharp: γ is a
     fixed number (`attention.score.scale`) or, when it is None, a learnable scalar per head
