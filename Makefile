@@ -169,3 +169,12 @@ lab: $(STAMP)
 docs: $(STAMP)
 	$(PY) -m tools.site $(ARGS)
 	$(PY) -m mkdocs build --strict
+
+# The tutorial notebook (notebooks/tutorial.ipynb and tutorial.zh.ipynb) written from
+# tools/site/notebooks.py, run top to bottom at the full budget (about 15 minutes a
+# language on 2 cores; ARGS="--model PATH" loads a trained zh->en checkpoint instead of
+# training one) and rendered as docs/tutorial/notebook.md. make test runs it at a small
+# budget. Only the pages again: make notebooks ARGS=--render-only
+.PHONY: notebooks
+notebooks: $(STAMP)
+	$(PY) -m tools.site.notebooks $(ARGS)

@@ -24,7 +24,7 @@ from types import ModuleType
 
 from seq2seq import registry
 from seq2seq.align import aer_hook
-from seq2seq.data.sources import tabular, text_pair, toy
+from seq2seq.data.sources import huggingface, tabular, text_pair, toy
 from seq2seq.metrics import aer
 from seq2seq.metrics import sacrebleu_scores as text
 from seq2seq.metrics import valid_loss as loss
@@ -50,7 +50,7 @@ BUILT_IN_MODULES: dict[str, tuple[ModuleType, ...]] = {
     "encoder": (cnn_encoder, rnn_encoder, transformer_encoder),
     "decoder": (cnn_decoder, rnn_decoder, transformer_decoder),
     "schedule": (schedules,),
-    "source": (tabular, text_pair, toy),
+    "source": (tabular, text_pair, toy, huggingface),
     "metric": (aer, alignment_accuracy, loss, text),
     # the AER hook before the alignment images, which mark the head it chooses
     "hook": (aer_hook, image_hooks),

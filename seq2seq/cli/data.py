@@ -17,6 +17,10 @@ size and a hash of sampled blocks, cannot see. It prints one line per record; a 
 file is reported in one line naming it (exit code 2): the next preparation with
 data.rebuild=true (the default) prepares it again. The corpus is not read.
 
+A download and the reading of a corpus show a progress bar on stderr in a terminal or a
+notebook, never in a pipe, a log or CI (`seq2seq.progress_bars`); `--no-progress` (any
+place on the command line, any command) turns it off, as `SEQ2SEQ_PROGRESS=0` does.
+
 Exit codes: 0 done; 2 an error about the input in one line, no traceback (exit code 2 as
 `seq2seq-train`, the line on stderr as `seq2seq-evaluate`): a data config value, the corpus
 file or its split, a download or a pinned hash, a vocabulary size the training text cannot
@@ -26,6 +30,7 @@ cannot compose (a misspelt one) is Hydra's own short error, exit code 1.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -53,10 +58,12 @@ from seq2seq.data.record import (
 from seq2seq.data.settings import DataConfig
 from seq2seq.data.synth import source_lines, write_synthetic
 from seq2seq.output_folders import OutputPlaceError, check_output_file
+from seq2seq.progress_bars import NO_PROGRESS_HELP, switch_off_in
 
 COMMAND = "prepare"
 SYNTH_COMMAND = "synth"
 VERIFY_COMMAND = "verify"
+NO_PROGRESS = "--no-progress"
 PROGRAM = "seq2seq-data"
 USER_ERROR_EXIT = 2
 MAX_SYNTH_PAIRS = 10**9  # synth PAIRS: as many as the largest public parallel corpora hold
@@ -177,6 +184,7 @@ def synth_main(argv: list[str]) -> None:
     parser.add_argument("output", type=Path, help="the tab-separated file to write")
     parser.add_argument("--data", default="tatoeba_zh_en", help="data config of the source")
     parser.add_argument("--root", default="data", help="where raw/ is (data.root)")
+    parser.add_argument(NO_PROGRESS, action="store_true", help=NO_PROGRESS_HELP)  # `main` took it
     args = parser.parse_args(argv)
     try:
         check_output_file(args.output, "OUTPUT")  # before the corpus is fetched and read
@@ -212,6 +220,7 @@ def write_output(output: Path, lines: list[list[str]], pairs: int, corpus: Any) 
 
 def main() -> None:
     """Console entry point: `synth`, or `prepare` (the word optional) under Hydra."""
+    take_no_progress(sys.argv)
     if len(sys.argv) > 1 and sys.argv[1] == SYNTH_COMMAND:
         synth_main(sys.argv[2:])
         return
@@ -221,6 +230,15 @@ def main() -> None:
     check_config_folders(sys.argv[1:], PROGRAM)
     register_configs(["data"])  # the data schema only: no model is imported
     run_hydra_app(verify_app if command == VERIFY_COMMAND else prepare_app, PROGRAM)
+
+
+def take_no_progress(argv: list[str]) -> None:
+    """`--no-progress`, anywhere in `argv` (which Hydra would refuse), taken out of it and
+    turned into `SEQ2SEQ_PROGRESS=0` for this process: the bars are deep in the
+    preparation, which Hydra's config does not reach."""
+    if NO_PROGRESS in argv[1:]:
+        argv[1:] = [arg for arg in argv[1:] if arg != NO_PROGRESS]
+        switch_off_in(os.environ)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from seq2seq.cli.common import (
 )
 from seq2seq.config.build import plain
 from seq2seq.config.data_presets import PresetError, split_data_config
+from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import FetchError
 from seq2seq.data.prepare import prepare
@@ -94,13 +95,38 @@ def split_pairs(args: argparse.Namespace, translator: Translator) -> tuple[list[
 
 def file_pairs(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     """Source and reference lines from --src and --ref, checked to have equal lengths."""
-    sources = read_text_lines(args.src, "--src")
-    references = read_text_lines(args.ref, "--ref")
+    return read_pairs(args.src, args.ref)
+
+
+def read_pairs(
+    source: Path, reference: Path, names: tuple[str, str] = ("--src", "--ref")
+) -> tuple[list[str], list[str]]:
+    """Source and reference lines of two UTF-8 files, checked to have equal lengths;
+    InputError naming each file by `names` (the options here, the arguments of
+    `seq2seq.api.evaluate`), and the line that cannot be read."""
+    sources = read_text_lines(source, names[0])
+    references = read_text_lines(reference, names[1])
     if len(sources) != len(references):
         raise InputError(
-            f"--src {args.src} has {len(sources)} lines, --ref {args.ref} has {len(references)}"
+            f"{names[0]} {source} has {len(sources)} lines, "
+            f"{names[1]} {reference} has {len(references)}"
         )
     return sources, references
+
+
+def scored_translations(
+    translator: Translator,
+    sources: Sequence[str],
+    references: Sequence[str],
+    settings: SearchSettings,
+    ter: bool = False,
+) -> tuple[list[str], dict[str, float | str]]:
+    """The best translation of each source, and their corpus scores against the references
+    (`seq2seq.metrics.corpus_scores`: BLEU, chrF and, with `ter`, TER, each with its
+    sacrebleu signature): what seq2seq-evaluate and `seq2seq.api.evaluate` report."""
+    hypotheses = [translation.text for translation in translator.translate(sources, settings)]
+    lang = translator.tgt_tokenizer.lang
+    return hypotheses, corpus_scores(hypotheses, list(references), lang, ter=ter)
 
 
 def hypotheses_file(args: argparse.Namespace) -> Path:
@@ -128,14 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (EvaluationError, PresetError) as error:
         print(f"seq2seq-evaluate: {one_line(error)}", file=sys.stderr)
         return 2
-    translations = translator.translate(sources, settings)
-    hypotheses = [translation.text for translation in translations]
+    hypotheses, scores = scored_translations(translator, sources, references, settings, args.ter)
     try:
         write_output_file(output, "\n".join(hypotheses) + "\n", "--output")
     except OutputPlaceError as error:
         print(f"seq2seq-evaluate: {error}", file=sys.stderr)
         return 2
-    scores = corpus_scores(hypotheses, references, translator.tgt_tokenizer.lang, ter=args.ter)
     if args.json:
         print(json.dumps(scores, ensure_ascii=False, indent=2))
     else:

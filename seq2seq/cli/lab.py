@@ -7,7 +7,9 @@
 
 Each experiment writes its figures and `finding.json` into OUT/NAME/ and its page to
 OUT/NAME.md, prints what it found, and `OUT/index.md` lists every finding so far. Trained
-models are kept in --runs and reused by later calls and by other experiments. Exit code 0
+models are kept in --runs and reused by later calls and by other experiments. In a terminal
+or a notebook a progress bar on stderr counts the experiments done, with the time left
+(`--no-progress`, or `SEQ2SEQ_PROGRESS=0`, turns it and the runs' data bars off). Exit code 0
 when every experiment ran, 1 when one failed (the others still run), 2 for bad arguments.
 """
 
@@ -15,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -30,6 +34,7 @@ from seq2seq.lab.experiment import Experiment, LabContext
 from seq2seq.lab.page import LabRun, Machine, this_machine, write_index, write_page
 from seq2seq.output_folders import OutputPlaceError, check_output_place, place_error
 from seq2seq.plugins import PluginError, import_plugins
+from seq2seq.progress_bars import NO_PROGRESS_HELP, progress_bar, switch_off_in
 
 log = logging.getLogger("seq2seq.lab")
 MAX_STEPS = 10**9  # --max-steps: a smoke test's bound, far beyond any experiment
@@ -46,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs", type=Path, default=None,
                         help="trained models, reused (default: outputs/lab/runs, or "
                         "outputs/lab-quick/runs)")  # fmt: skip
-    parser.add_argument("--data-root", type=Path, default=Path("data"), help="data.root of the runs")
+    parser.add_argument(
+        "--data-root", type=Path, default=Path("data"), help="data.root of the runs"
+    )
     parser.add_argument("--seed", type=seed, default=1234, help="the first training seed")
     parser.add_argument("--device", type=device_or_auto, default="cpu",
                         help="cpu, cuda, cuda:N or auto")  # fmt: skip
@@ -58,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plugins", action="append", default=[], metavar="SPEC",
                         help="import this plugin first: its scores and regions join the "
                         "experiments that range over them; repeatable")  # fmt: skip
+    parser.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     return parser
 
 
@@ -77,25 +85,32 @@ def listing() -> str:
     return "\n".join(f"{e.name:<22} {e.title}" for e in experiments().values())
 
 
-def run_one(experiment: Experiment, context: LabContext, out_root: Path, machine: Machine) -> bool:
-    """Run one experiment, print its finding and write its page; False if it failed."""
-    print(f"== {experiment.name}: {experiment.title}", flush=True)
+def run_one(
+    experiment: Experiment, context: LabContext, out_root: Path, machine: Machine, bar: Any
+) -> bool:
+    """Run one experiment, print its finding and write its page; False if it failed. What
+    it prints goes past `bar` (the lab's progress bar, cleared and drawn again around it)."""
+    with bar.external_write_mode():
+        print(f"== {experiment.name}: {experiment.title}", flush=True)
     started = time.perf_counter()
     try:
         finding = experiment.run(context)
     except Exception as error:  # one experiment's failure must not stop the others
         log.debug("%s", traceback.format_exc())
-        print(f"seq2seq-lab: {experiment.name} failed: {one_line(error)}", file=sys.stderr)
+        with bar.external_write_mode():
+            print(f"seq2seq-lab: {experiment.name} failed: {one_line(error)}", file=sys.stderr)
         return False
     seconds = time.perf_counter() - started
     run = LabRun(experiment, finding, seconds, machine, context.quick, tuple(context.models))
     try:
         page = write_page(out_root, run)
     except OSError as error:
-        print(f"seq2seq-lab: {one_line(place_error(error, out_root))}", file=sys.stderr)
+        with bar.external_write_mode():
+            print(f"seq2seq-lab: {one_line(place_error(error, out_root))}", file=sys.stderr)
         return False
-    print(finding.summary.strip())
-    print(f"({seconds:.1f} s; figures in {context.out_dir}, page {page})\n", flush=True)
+    with bar.external_write_mode():
+        print(finding.summary.strip())
+        print(f"({seconds:.1f} s; figures in {context.out_dir}, page {page})\n", flush=True)
     return True
 
 
@@ -125,14 +140,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         except OutputPlaceError as error:
             parser.error(one_line(error))
     machine = this_machine(args.threads)
+    if args.no_progress:
+        switch_off_in(os.environ)  # the bars of the runs' downloads and corpus reading too
     ok = True
-    for experiment in selected:
-        context = LabContext(
-            out_dir=out_root / experiment.name, runs_dir=runs, data_root=args.data_root,
-            quick=args.quick, seed=args.seed, device=args.device, threads=args.threads,
-            max_steps=args.max_steps,
-        )  # fmt: skip
-        ok &= run_one(experiment, context, out_root, machine)
+    with progress_bar(len(selected), unit="experiment", enabled=not args.no_progress) as bar:
+        for experiment in selected:
+            bar.set_description(experiment.name)
+            context = LabContext(
+                out_dir=out_root / experiment.name, runs_dir=runs, data_root=args.data_root,
+                quick=args.quick, seed=args.seed, device=args.device, threads=args.threads,
+                max_steps=args.max_steps,
+            )  # fmt: skip
+            ok &= run_one(experiment, context, out_root, machine, bar)
+            bar.update()
     try:
         write_index(out_root, list(experiments().values()))
     except OSError as error:

@@ -63,6 +63,7 @@ from seq2seq.cli.common import (
 )
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.output_folders import OutputPlaceError, writing_file
+from seq2seq.progress_bars import NO_PROGRESS_HELP
 from seq2seq.search.translator import Translation, Translator, script_note
 from seq2seq.visualise.probes import Probe, probes_for
 from seq2seq.visualise.text_matrix import attention_matrix_text
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="pytorch: the checkpoint with the project's search; ctranslate2: CHECKPOINT is "
         "a seq2seq-export folder (default %(default)s)",
     )
+    parser.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     return parser
 
 
@@ -266,7 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines, references = [p.source for p in probes], [p.reference for p in probes]
     draws = args.plot is not None or args.html is not None
     need_weights = args.show_attention or args.alignments or draws
-    translations = translator.translate(lines, settings, need_weights)
+    translations = translator.translate(
+        lines, settings, need_weights, progress=not args.no_progress
+    )
     warn_about_scripts(translations, translator.src_tokenizer)
     links = None
     if args.alignments:

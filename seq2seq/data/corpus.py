@@ -297,6 +297,44 @@ def warn_skipped(stats: CorpusStats, max_line_bytes: int) -> None:
         )
 
 
+CONTROL_SIDE = object()  # a side holding a control character (a row to skip, counted apart)
+LONG_SIDE = object()  # a side longer than max_line_bytes (a malformed row, counted as long)
+
+
+def kept_pairs(
+    rows: Iterator[tuple[Any, Any]],
+    stats: CorpusStats,
+    convert: dict[str, Callable[[str], str]],
+    max_line_bytes: int,
+    max_malformed_share: float,
+) -> Iterator[Pair]:
+    """The pairs of `rows` whose two sides are sentences, converted by `convert`
+    (`convert_src`, `convert_tgt`: traditional → simplified Chinese), `stats` filled as
+    the rows go by (row numbers from 1). A side is a normalised sentence, or None (not text,
+    or empty), LONG_SIDE or CONTROL_SIDE: a row with a CONTROL_SIDE is skipped as holding
+    a control character, one with None or LONG_SIDE as malformed. Once the last row is read:
+    the warning of what was skipped, and CorpusError for too many (`check_malformed`)."""
+    kept = 0
+    for number, sides in enumerate(rows, start=1):
+        stats.lines_read += 1
+        if any(side is CONTROL_SIDE for side in sides):
+            stats.control_char_lines.append(number)
+            continue
+        if any(side is None or side is LONG_SIDE for side in sides):
+            if any(side is LONG_SIDE for side in sides):
+                stats.long_lines.append(number)
+            stats.malformed_lines.append(number)
+            continue
+        src, tgt = sides
+        new_src = convert["convert_src"](src) if "convert_src" in convert else src
+        new_tgt = convert["convert_tgt"](tgt) if "convert_tgt" in convert else tgt
+        stats.converted_to_simplified += (new_src != src) + (new_tgt != tgt)
+        kept += 1
+        yield new_src, new_tgt
+    warn_skipped(stats, max_line_bytes)
+    check_malformed(stats, max_malformed_share, kept=kept)
+
+
 def check_malformed(stats: CorpusStats, max_share: float, kept: int) -> None:
     """CorpusError when too many lines were skipped or no pair was kept."""
     if stats.malformed_share > max_share:

@@ -30,11 +30,10 @@ from typing import Any
 from urllib.error import URLError
 from urllib.request import Request, urlopen
 
-from tqdm import tqdm
-
 from seq2seq.bounded_files import read_json
 from seq2seq.data.settings import file_name_from_url
 from seq2seq.files import folder_lock, replace, temporary_beside, write_atomically
+from seq2seq.progress_bars import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -266,12 +265,13 @@ def _content_length(response) -> int | None:
 
 
 def _stream_to(response, path: Path, expected: int | None, label: str) -> tuple[str, int]:
-    """Copy `response` into `path` chunk by chunk; return its sha256 and its length."""
+    """Copy `response` into `path` chunk by chunk; return its sha256 and its length. A
+    progress bar in bytes shows in a terminal or a notebook (`seq2seq.progress_bars`)."""
     digest = hashlib.sha256()
     received = 0
     with (
         open(path, "wb") as stream,
-        tqdm(total=expected or None, unit="B", unit_scale=True, desc=label) as progress,
+        progress_bar(expected or None, unit="B", unit_scale=True, desc=label) as progress,
     ):
         for chunk in iter(lambda: response.read(CHUNK_BYTES), b""):
             stream.write(chunk)

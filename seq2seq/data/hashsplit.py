@@ -28,11 +28,15 @@ from __future__ import annotations
 import array
 import hashlib
 import random
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from seq2seq.data.split import near_duplicate_key
+from seq2seq.data.corpus import CorpusError, Pair
+from seq2seq.data.split import near_duplicate_key, write_split_stream
+from seq2seq.files import temporary_beside
 
 TRAIN, VALID, TEST = 0, 1, 2  # the split labels of `SplitAssignment.labels`
 DUPLICATE = 255  # a later copy of an earlier pair: in no split
@@ -201,3 +205,45 @@ def _fill(family_root: np.ndarray, num_groups: int, sizes: list[int]) -> np.ndar
                 bin_of_root[root] = (VALID, TEST)[bin_index]
                 break
     return bin_of_root[family_root]
+
+
+def write_hash_split(
+    pairs: Iterable[Pair],
+    folder: Path,
+    langs: tuple[str, str],
+    *,
+    valid_size: int,
+    test_size: int,
+    seed: int,
+    source: str,
+) -> tuple[SplitAssignment, dict[str, int]]:
+    """Split a stream of clean pairs without leakage and write the split files below
+    `folder`: the pairs go to a temporary file beside them while their hashes are kept,
+    `assign_splits` splits the hashes, and the pairs are read back into their splits. Only
+    the hashes (32 bytes a pair) grow with the corpus.
+
+    Returns the assignment and the pairs written per split; CorpusError naming `source`
+    when the valid and test sizes cannot be filled."""
+    hashes = PairHashes()
+    with temporary_beside(folder / "clean_pairs.tsv") as clean:
+        with open(clean, "wb") as stream:
+            for src, tgt in pairs:
+                hashes.add(src, tgt)
+                stream.write(f"{src}\t{tgt}\n".encode())  # normalised: no tab, no newline
+        try:
+            split = assign_splits(hashes, valid_size=valid_size, test_size=test_size, seed=seed)
+        except ValueError as error:  # valid + test sizes the corpus cannot fill
+            raise CorpusError(f"{source}: {error}") from error
+        del hashes
+        names = {label: name for name, label in LABELS.items()}
+        labels = (names.get(label) for label in split.labels.tolist())
+        counts = write_split_stream(_read_clean(clean), labels, folder, langs)
+    return split, counts
+
+
+def _read_clean(path: Path) -> Iterator[Pair]:
+    """The pairs of the temporary clean-pairs file, one `src<TAB>tgt` a line."""
+    with open(path, "rb") as stream:
+        for line in stream:
+            src, tgt = line.rstrip(b"\n").decode("utf-8").split("\t")
+            yield src, tgt

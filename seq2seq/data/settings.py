@@ -218,7 +218,7 @@ def flat_settings(cfg: DataConfig) -> dict[str, Any]:
     built_in = registry.get("source", cfg.source_name).plugin is None
     for option, value in cfg.source.items():
         if option != "name":
-            flat[old_names[option] if built_in else f"source.{option}"] = value
+            flat[old_names.get(option, f"source.{option}") if built_in else f"source.{option}"] = value
     return flat
 
 

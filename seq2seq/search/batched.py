@@ -11,6 +11,7 @@ import torch
 
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.models.model import Seq2Seq
+from seq2seq.progress_bars import progress_bar
 from seq2seq.search import Hypothesis, beam_search, greedy_search
 from seq2seq.special_tokens import EOS_ID, PAD_ID
 
@@ -35,20 +36,28 @@ def translate_ids(
     settings: SearchSettings,
     device: torch.device,
     need_weights: bool = False,
+    progress: bool = False,
 ) -> list[list[Hypothesis]]:
     """n-best hypotheses for every source, in input order.
 
     Sentences are sorted by length so that each batch holds similar lengths (little
-    padding), then put back in the order they came in.
+    padding), then put back in the order they came in. With `progress`, work of more than
+    one batch shows a bar over the sentences in a terminal or a notebook
+    (`seq2seq.progress_bars`), on stderr.
     """
     model.eval()
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     results: list[list[Hypothesis] | None] = [None] * len(sources)
-    for start in range(0, len(order), settings.batch_size):
-        chunk = order[start : start + settings.batch_size]
-        src, src_mask = pad_sources([sources[i] for i in chunk], device)
-        for index, nbest in zip(chunk, _search(model, src, src_mask, settings, need_weights)):
-            results[index] = nbest
+    shown = progress and len(order) > settings.batch_size
+    with progress_bar(
+        len(order), unit="line", desc="translating", enabled=shown, leave=False
+    ) as bar:
+        for start in range(0, len(order), settings.batch_size):
+            chunk = order[start : start + settings.batch_size]
+            src, src_mask = pad_sources([sources[i] for i in chunk], device)
+            for index, nbest in zip(chunk, _search(model, src, src_mask, settings, need_weights)):
+                results[index] = nbest
+            bar.update(len(chunk))
     return results  # type: ignore[return-value]
 
 

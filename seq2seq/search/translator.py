@@ -240,15 +240,26 @@ class Translator:
         return ids
 
     def translate(
-        self, lines: Sequence[str], settings: SearchSettings, need_weights: bool = False
+        self,
+        lines: Sequence[str],
+        settings: SearchSettings,
+        need_weights: bool = False,
+        *,
+        progress: bool = False,
     ) -> list[Translation]:
         """Translate lines in order; an empty line gives an empty translation. Each
-        translation counts its source's pieces (`Translation.truncated`)."""
+        translation counts its source's pieces (`Translation.truncated`). With `progress`,
+        more lines than one batch show a bar in a terminal or a notebook (`translate_ids`)."""
         given = [self.src_tokenizer.encode(line) for line in lines]
         sources = [self.cut_to_limit(ids, number) for number, ids in enumerate(given, 1)]
         todo = [i for i, ids in enumerate(sources) if ids]
         nbest = translate_ids(
-            self.model, [sources[i] for i in todo], settings, self.device, need_weights
+            self.model,
+            [sources[i] for i in todo],
+            settings,
+            self.device,
+            need_weights,
+            progress=progress,
         )
         found = dict(zip(todo, nbest))
         return [

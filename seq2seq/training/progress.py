@@ -7,10 +7,11 @@ each checkpoint saves it as a dict, and `Progress.from_payload` reads it back, m
 checkpoint written before `trainer.select_metric` (its `best_bleu`).
 
 `LogWindow` sums the training numbers between two log lines on the device, one host sync
-per log line and none per step. `ProgressDisplay` is a one-line status that updates in
-place: update, epoch, loss, lr, tokens/s, TFLOP, the best valid value of the selected metric
-(`trainer.select_metric`), time left; off a terminal (a log file, CI) the same numbers go
-to the log, one line per update. `MetricsFile` also appends every logged step to
+per log line and none per step. `ProgressDisplay` is a progress bar that updates in place,
+in a terminal or a notebook (`seq2seq.progress_bars`): update, epoch, loss, lr, tokens/s,
+TFLOP, the best valid value of the selected metric (`trainer.select_metric`), time left;
+where no bar is drawn (a log file, CI, `logging.progress_bar=false`, `SEQ2SEQ_PROGRESS=0`)
+the same numbers go to the log, one line per logged update. `MetricsFile` also appends every logged step to
 `<run_dir>/metrics.jsonl`, one JSON object per line at full precision, so a run (and a
 resumed run, which appends to the same file) can be compared step by step without
 TensorBoard.
@@ -21,18 +22,17 @@ from __future__ import annotations
 import json
 import logging
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm import tqdm
 
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.data.batching import Batch
 from seq2seq.metrics.valid_loss import perplexity
+from seq2seq.progress_bars import bars_wanted, progress_bar
 from seq2seq.training.objectives import LossParts
 
 log = logging.getLogger(__name__)
@@ -198,9 +198,12 @@ ESTIMATE_AFTER = 20  # updates timed before saying how long the run will take he
 
 
 class ProgressDisplay:
-    """tqdm bar over optimiser updates on a terminal, log lines elsewhere: update, epoch,
-    loss, lr, tokens/s, TFLOP so far, the best valid value of the selected metric so far
-    (BLEU by default) and the time left.
+    """A progress bar over optimiser updates in a terminal or a notebook, log lines
+    elsewhere (`seq2seq.progress_bars.bars_wanted`; `enabled`: `logging.progress_bar` on
+    the main rank): update, epoch, loss, lr, tokens/s, TFLOP so far, the best valid value of
+    the selected metric so far (BLEU by default) and the time left. The bar's time left is
+    its own: the updates left at the pace of this session's updates (a resumed run counts
+    from where it resumed), validations included.
 
     After its first `ESTIMATE_AFTER` updates it logs how long one update takes on this
     machine and so how long the update budget (`trainer.max_steps`) will take, or at which
@@ -209,12 +212,21 @@ class ProgressDisplay:
 
     def __init__(self, total_steps: int, max_minutes: float | None = None, enabled: bool = True):
         self.total_steps, self.max_minutes = total_steps, max_minutes
-        self.active = enabled and sys.stderr.isatty()
-        self.bar = tqdm(
-            total=total_steps, unit="update", dynamic_ncols=True, disable=not self.active
-        )
+        self.active = bars_wanted(enabled)
+        self.bar: Any = None  # made at the first step shown: it starts from there
         self.start: tuple[int, float] | None = None  # (step, training seconds) when timing began
         self.seconds_per_update: float | None = None
+
+    def _bar_at(self, step: int) -> Any:
+        """The bar, moved to `step`; made at the first call, starting at `step` so that a
+        resumed run's pace (and so the time left) counts only the updates of this session."""
+        if self.bar is None:
+            self.bar = progress_bar(
+                self.total_steps, unit="update", initial=step, dynamic_ncols=True
+            )
+        elif step > self.bar.n:
+            self.bar.update(step - self.bar.n)
+        return self.bar
 
     def advance(self, step: int, train_seconds: float) -> None:
         """An update was applied; `train_seconds` is the run's training time so far."""
@@ -224,8 +236,7 @@ class ProgressDisplay:
             self.seconds_per_update = (train_seconds - self.start[1]) / (step - self.start[0])
             log.info("%s", self.estimate(step, train_seconds))
         if self.active:
-            self.bar.n = step
-            self.bar.refresh()
+            self._bar_at(step)
 
     def estimate(self, step: int, train_seconds: float) -> str:
         """How long the rest of the run takes at the measured pace (validation not included)."""
@@ -267,7 +278,7 @@ class ProgressDisplay:
                     f" ~{left:.0f} min left" if left is not None else "",
                 )  # fmt: skip
             return
-        self.bar.n = step
+        bar = self._bar_at(step)
         if stats:
             postfix = {
                 "epoch": stats.get("epoch", 0),
@@ -278,11 +289,12 @@ class ProgressDisplay:
             }
             if best is not None:
                 postfix[best[0]] = f"{best[1]:.2f}"
-            self.bar.set_postfix(postfix, refresh=False)
-        self.bar.refresh()
+            bar.set_postfix(postfix, refresh=False)
+        bar.refresh()
 
     def close(self) -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
 
 
 class MetricsFile:

@@ -7,9 +7,10 @@
 * `components_page()`: every registered component (`seq2seq.registry`) with its options
   and its FLOP formula (the docstring of its `flops`, see `seq2seq.flops`); a docs page
   that a summary names (`docs/lab/hard_attention.md`) becomes a link to it;
-* `commands_page()`: the `--help` of every console command of pyproject.toml.
+* `commands_page()`: the `--help` of every console command of pyproject.toml;
+* `api_reference.python_api_page()`: every name of the Python API (`import seq2seq`).
 
-`pages()` gives all three as {path below docs/: text}; `write_pages(docs_dir)` writes them
+`pages()` gives all four as {path below docs/: text}; `write_pages(docs_dir)` writes them
 and `stale_pages(docs_dir)` names those whose committed text differs (tests/test_docs_reference.py).
 """
 
@@ -37,6 +38,7 @@ from seq2seq.config import schema as schemas
 from seq2seq.config import value_checks as settings_checks
 from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
 from seq2seq.option_rules import RANGE, describe
+from tools.site import api_reference
 from tools.site.schema_text import FieldRow, field_rows
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -69,6 +71,7 @@ def pages() -> dict[str, str]:
         CONFIG_PAGE: config_page(),
         COMPONENTS_PAGE: components_page(),
         COMMANDS_PAGE: commands_page(),
+        api_reference.PAGE: api_reference.python_api_page(GENERATED),
     }
 
 

@@ -8,7 +8,8 @@ set) and read as a stream (`seq2seq.data.corpus`): the clean pairs go to a tempo
 while 32 bytes of hashes a pair are kept, the split is computed from the hashes with no
 sentence shared across train, valid and test (`seq2seq.data.hashsplit`, of
 `data.valid_size`, `data.test_size` and `data.seed`), and a second stream writes the split
-files. Nothing grows with the corpus but the hashes.
+files. Nothing grows with the corpus but the hashes. Reading and cleaning, the longest
+step, shows a bar over the lines in a terminal or a notebook (`seq2seq.progress_bars`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,14 +28,13 @@ import numpy as np
 
 from seq2seq import registry
 from seq2seq.data.corpus import (
-    CorpusError,
     CorpusStats,
     Pair,
     corpus_stats,
     iter_pairs,
 )
-from seq2seq.data.fetch import fetch_verified, folder_lock, temporary_beside
-from seq2seq.data.hashsplit import LABELS, PairHashes, SplitAssignment, assign_splits
+from seq2seq.data.fetch import fetch_verified, folder_lock
+from seq2seq.data.hashsplit import LABELS, SplitAssignment, write_hash_split
 from seq2seq.data.prepare import check_data_folder, remove_stale_temporaries
 from seq2seq.data.settings import (
     DEFAULT_MAX_LINE_BYTES,
@@ -43,11 +45,13 @@ from seq2seq.data.settings import (
     file_name_from_url,
 )
 from seq2seq.data.sources.base import CorpusSource, LocatedCorpus, sentence_converters
-from seq2seq.data.split import write_split_stream
+from seq2seq.progress_bars import bars_wanted, progress_bar
 
 log = logging.getLogger(__name__)
 
 SHA256_PATTERN = re.compile(r"[0-9a-fA-F]{64}")
+BAR_EVERY = 4096  # pairs between two moves of the reading bar (a move costs more than a pair)
+COUNT_BLOCK = 1 << 20  # bytes read at a time to count the lines for the bar's total
 
 
 @dataclass(frozen=True)
@@ -109,22 +113,11 @@ class TabularSource(CorpusSource):
         their splits; nothing grows with the corpus but the hashes."""
         (corpus_path,) = corpus.paths
         stats = corpus_stats(corpus_path, cfg.source_options.member or None)
-        hashes = PairHashes()
-        with temporary_beside(folder / "clean_pairs.tsv") as clean:
-            with open(clean, "wb") as stream:
-                for src, tgt in _clean_pairs(cfg, corpus_path, stats):
-                    hashes.add(src, tgt)
-                    stream.write(f"{src}\t{tgt}\n".encode())
-            try:
-                split = assign_splits(
-                    hashes, valid_size=cfg.valid_size, test_size=cfg.test_size, seed=cfg.seed
-                )
-            except ValueError as error:  # valid + test sizes the corpus cannot fill
-                raise CorpusError(f"{corpus_path}: {error}") from error
-            del hashes
-            names = {label: name for name, label in LABELS.items()}
-            labels = (names.get(label) for label in split.labels.tolist())
-            write_split_stream(_read_clean(clean), labels, folder, (cfg.src_lang, cfg.tgt_lang))
+        pairs = _shown(_clean_pairs(cfg, corpus_path, stats), corpus_path, cfg, stats)
+        split, _ = write_hash_split(
+            pairs, folder, (cfg.src_lang, cfg.tgt_lang), valid_size=cfg.valid_size,
+            test_size=cfg.test_size, seed=cfg.seed, source=str(corpus_path),
+        )  # fmt: skip
         log.info(
             "split %s clean pairs of %s: %s",
             f"{len(split.labels):,}", corpus_path.name,
@@ -177,12 +170,48 @@ def _clean_pairs(cfg: DataConfig, corpus_path: Path, stats: CorpusStats) -> Iter
         pass
 
 
-def _read_clean(path: Path) -> Iterator[Pair]:
-    """The pairs of the temporary clean-pairs file, one `src<TAB>tgt` a line."""
-    with open(path, "rb") as stream:
-        for line in stream:
-            src, tgt = line.rstrip(b"\n").decode("utf-8").split("\t")
-            yield src, tgt
+def _shown(pairs: Iterator[Pair], corpus_path: Path, cfg: DataConfig, stats: CorpusStats):
+    """`pairs`, with a bar over the corpus lines read (`stats.lines_read`) where bars show;
+    its total is counted first, which only a watched bar pays for."""
+    options: TabularOptions = cfg.source_options
+    member = options.member or None
+    total = _line_count(corpus_path, member, options.max_member_bytes) if bars_wanted() else None
+    desc = f"reading {corpus_path.name}" + (f"!{member}" if member else "")
+    with progress_bar(total, unit="line", desc=desc, unit_scale=True, leave=False) as bar:
+        for count, pair in enumerate(pairs, 1):
+            yield pair
+            if count % BAR_EVERY == 0:
+                bar.update(stats.lines_read - bar.n)
+        bar.update(stats.lines_read - bar.n)
+
+
+def _line_count(path: Path, member: str | None, max_member_bytes: int) -> int | None:
+    """The lines of the corpus file (or of its zip member), the reading bar's total; None
+    where counting is not safe or cheap: a zip member larger than
+    data.source.max_member_bytes (refused when read) or one that cannot be read (the
+    reading says why, in one line)."""
+    try:
+        if not zipfile.is_zipfile(path):
+            with open(path, "rb") as stream:
+                return _lines_in(stream)
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            name = member if member is not None else (names[0] if len(names) == 1 else None)
+            if name not in names or archive.getinfo(name).file_size > max_member_bytes:
+                return None
+            with archive.open(name) as stream:
+                return _lines_in(stream)
+    except (OSError, EOFError, NotImplementedError, zipfile.BadZipFile, zlib.error):
+        return None
+
+
+def _lines_in(stream) -> int:
+    """The lines of a binary stream: its b"\\n", and one more for a last line without one."""
+    lines, last = 0, b""
+    for block in iter(lambda: stream.read(COUNT_BLOCK), b""):
+        lines += block.count(b"\n")
+        last = block
+    return lines + (1 if last and not last.endswith(b"\n") else 0)
 
 
 def _corpus_summary(stats: CorpusStats, split: SplitAssignment) -> dict[str, Any]:

@@ -41,13 +41,14 @@ from typing import Any
 from seq2seq import registry
 from seq2seq.data.corpus import (
     CONTROL_CHARACTERS,
+    CONTROL_SIDE,
+    LONG_SIDE,
     CorpusError,
     CorpusStats,
     Pair,
-    check_malformed,
+    kept_pairs,
     lines_of,
     normalise,
-    warn_skipped,
 )
 from seq2seq.data.fetch import sha256_of
 from seq2seq.data.settings import (
@@ -120,7 +121,9 @@ class TextPairSource(CorpusSource):
             (pair for pair, _ in pairs), (split for _, split in labels),
             folder, (cfg.src_lang, cfg.tgt_lang),
         )  # fmt: skip
-        log.info("read %s", ", ".join(f"{split} {count:,} pairs" for split, count in counts.items()))
+        log.info(
+            "read %s", ", ".join(f"{split} {count:,} pairs" for split, count in counts.items())
+        )
         return {
             "lines_read": sum(s.lines_read for s in stats.values()),
             "malformed_skipped": sum(s.malformed for s in stats.values()),
@@ -160,28 +163,11 @@ def _split_pairs(cfg: DataConfig, split: str, stats: CorpusStats) -> Iterator[Pa
 
 
 def _clean_pairs(cfg: DataConfig, split: str, stats: CorpusStats) -> Iterator[Pair]:
-    convert = sentence_converters(cfg)
-    kept = 0
-    for number, raw in enumerate(_parallel_lines(cfg, split), start=1):
-        stats.lines_read += 1
-        sides = [_sentence(line) for line in raw]
-        if any(side is _CONTROL for side in sides):
-            stats.control_char_lines.append(number)
-            continue
-        if any(side is None for side in sides):
-            if any(line is None for line in raw):
-                stats.long_lines.append(number)
-            stats.malformed_lines.append(number)
-            continue
-        src, tgt = sides
-        new_src = convert["convert_src"](src) if "convert_src" in convert else src
-        new_tgt = convert["convert_tgt"](tgt) if "convert_tgt" in convert else tgt
-        stats.converted_to_simplified += (new_src != src) + (new_tgt != tgt)
-        kept += 1
-        yield new_src, new_tgt
     options: TextPairOptions = cfg.source_options
-    warn_skipped(stats, options.max_line_bytes)
-    check_malformed(stats, options.max_malformed_share, kept=kept)
+    rows = ([_sentence(line) for line in raw] for raw in _parallel_lines(cfg, split))
+    yield from kept_pairs(
+        rows, stats, sentence_converters(cfg), options.max_line_bytes, options.max_malformed_share
+    )
 
 
 def _parallel_lines(cfg: DataConfig, split: str) -> Iterator[tuple[bytes | None, bytes | None]]:
@@ -205,18 +191,16 @@ def _parallel_lines(cfg: DataConfig, split: str) -> Iterator[tuple[bytes | None,
             yield raw
 
 
-_CONTROL = object()  # a line holding a control character
-
-
 def _sentence(raw: bytes | None) -> str | None | object:
-    """The normalised sentence of one line; None when it is too long, not UTF-8 or
-    empty; _CONTROL when it holds a control character."""
+    """The normalised sentence of one line (a side of `kept_pairs`): LONG_SIDE for a line
+    too long to read (None), None when it is not UTF-8 or empty, CONTROL_SIDE when it
+    holds a control character."""
     if raw is None:
-        return None
+        return LONG_SIDE
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
     if CONTROL_CHARACTERS.search(text):
-        return _CONTROL
+        return CONTROL_SIDE
     return normalise(text) or None
