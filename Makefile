@@ -97,7 +97,7 @@ bench-data: $(STAMP)
 	$(PY) scripts/bench_data.py $(ARGS)
 
 # The comparison of COMPARISON.md, `seq2seq-compare` (seq2seq/study/comparison.py; its settings:
-# configs/compare/). Three Hydra sweeps with the same data, split, training rule and parameter
+# configs/compare/). Four Hydra sweeps with the same data, split, training rule and parameter
 # budget (±10%), each configuration trained SEEDS times (trainer.seed = 1234, 1235, ...: the
 # initialisation and the data order change, the split's data.seed never does):
 #   attention/: the GRU model (compare_gru) with every attention preset (ARGS="attention=[a,b]"
@@ -108,6 +108,9 @@ bench-data: $(STAMP)
 #   guided/:    every family with that attention and guided alignment (alignment=guided, the
 #               statistical aligner's links), each tested against its unguided twin, linked
 #               from encoders/;
+#   layer/:     every family with that attention and a separate alignment layer
+#               (alignment=layer), trained guided and unsupervised, each tested against its
+#               twin without the layer, linked from encoders/ (ARGS="layer=[]" skips it);
 # then eflomal's test AER (the aligner row; COMPARE_DATA: its prepared corpus, by default the
 # runs' own) and the summary: COMPARISON.md, comparison.csv and the alignment images, one
 # table row per configuration (mean ± std over its seeds; the CSV keeps one row per seed),
@@ -124,7 +127,7 @@ bench-data: $(STAMP)
 # trains N runs at once (Hydra's joblib launcher), each with cores/N torch threads. ARGS: more
 # settings of seq2seq-compare (`seq2seq-compare --cfg job` lists them).
 # The stages can be run alone with the same COMPARE_DIR, e.g. to finish a compare:
-#   make compare-guided compare-aligner compare-summary COMPARE_DIR=multirun/compare_full/DATE
+#   make compare-guided compare-layer compare-aligner compare-summary COMPARE_DIR=multirun/compare_full/DATE
 BUDGET    ?= full
 ATTENTION ?= best
 JOBS      ?= 1
@@ -137,11 +140,11 @@ COMPARE = $(VENV)/bin/seq2seq-compare budget=$(BUDGET) family_attention=$(ATTENT
   $(if $(COMPARE_DATA),aligner_data=$(COMPARE_DATA)) \
   $(if $(BASELINE_AER),report.baseline_aer=[$(subst $(space),$(comma),$(strip $(BASELINE_AER)))]) $(ARGS)
 
-.PHONY: compare compare-attention compare-encoders compare-guided compare-aligner compare-summary
+.PHONY: compare compare-attention compare-encoders compare-guided compare-layer compare-aligner compare-summary
 compare: $(STAMP)
 	$(COMPARE)
 
-compare-attention compare-encoders compare-guided compare-aligner compare-summary: compare-%: $(STAMP)
+compare-attention compare-encoders compare-guided compare-layer compare-aligner compare-summary: compare-%: $(STAMP)
 	$(COMPARE) stages=[$*]
 
 # The attention lab (seq2seq.lab, docs/lab/): every experiment at its default size; pages and

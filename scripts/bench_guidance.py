@@ -1,4 +1,5 @@
-"""The cost of guided alignment: time per update with and without it, same batches, same run.
+"""The cost of guided alignment and of the alignment layer: time per update with and without
+them, same batches, same run, beside the machine's float32 matmul ceiling.
 
     python scripts/bench_guidance.py                                  # default_cpu, gru_additive
     python scripts/bench_guidance.py --preset default_cpu --updates 30 --threads 1
@@ -16,6 +17,9 @@ import argparse
 import tempfile
 from pathlib import Path
 
+import torch
+
+from seq2seq.lab.matmul_ceiling import ceiling_section
 from tools.bench.guidance import PRESETS, measure, report_lines, variant_trainers
 
 
@@ -32,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = build_parser().parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    ceiling_lines, best = ceiling_section(5, torch.device(args.device))
+    print("\n".join(ceiling_lines) + f"\n\nmatmul ceiling: {best:.1f} GFLOP/s, "
+          f"{torch.get_num_threads()} thread(s)\n")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-guidance-") as folder:
         for preset in args.preset:
             trainers = variant_trainers(

@@ -90,9 +90,9 @@ def fed(monkeypatch) -> list:
     """The (source ids, target ids) examples the models are fed, as they are fed."""
     examples: list = []
 
-    def recording(model, batch, device):
+    def recording(model, batch, device, source="attention"):
         examples.extend(batch)
-        return teacher_forced_weights(model, batch, device)
+        return teacher_forced_weights(model, batch, device, source)
 
     monkeypatch.setattr(extract, "teacher_forced_weights", recording)
     return examples

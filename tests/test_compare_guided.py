@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sweep_fixtures import cells, degraded, fake_run, read_csv, report, results, sentences
 from test_compare_command import settings
 
@@ -91,9 +92,15 @@ def test_guided_rows_are_tested_against_their_own_twin(tmp_path):
     assert "no significant difference, so no conclusion: `" in verdict
 
 
-def test_the_guided_stage_trains_every_family_guided_and_links_the_unguided_twins(
-    tmp_path, monkeypatch
+@pytest.mark.parametrize(
+    ("stage", "overrides"),
+    [("guided", [GUIDED]), ("layer", ["alignment=layer", "alignment.training=guided,unsupervised"])],
+)
+def test_a_twin_stage_trains_every_family_and_links_the_twins(
+    stage, overrides, tmp_path, monkeypatch
 ):
+    """The guided and the layer stage: every family with the chosen attention and their
+    overrides (the defaults), the encoder sweep's runs linked in as the twins."""
     folder = tmp_path / "cmp"
     family = folder / "encoders"
     for number, experiment in enumerate(("compare_cnn", "compare_rnn")):
@@ -102,13 +109,13 @@ def test_the_guided_stage_trains_every_family_guided_and_links_the_unguided_twin
     (folder / "encoders_attention.txt").write_text("cosine\n", encoding="utf-8")
     trained: list[Sweep] = []
     monkeypatch.setattr(comparison, "run_sweep", trained.append)
-    assert run_comparison(settings(f"dir={folder}", "stages=[guided]"), "compare") is None
+    assert run_comparison(settings(f"dir={folder}", f"stages=[{stage}]"), "compare") is None
     (sweep,) = trained
     others = [name for name in preset_names("experiment", "compare_") if name != "compare_gru"]
     assert sweep.axes == ["+experiment=" + ",".join(["compare_gru", *others]),
-                          "attention=cosine", GUIDED]  # fmt: skip
-    assert sweep.folder == folder / "guided"
-    linked = sorted(path.resolve() for path in (folder / "guided").iterdir())
+                          "attention=cosine", *overrides]  # fmt: skip
+    assert sweep.folder == folder / stage
+    linked = sorted(path.resolve() for path in (folder / stage).iterdir())
     assert linked == sorted(path.resolve() for path in family.iterdir())
 
 

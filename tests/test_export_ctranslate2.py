@@ -251,8 +251,9 @@ def test_export_refuses_a_non_empty_folder_without_force(trained, capsys):
         ["encoder.heads=1", "decoder.heads=1", "attention=scaled_dot", "attention.heads=1"],  # identity projections
         ["encoder.positional=learned", "decoder.positional=learned", "model.scale_embeddings=false",
          "model.tie_embeddings=false"],
+        ["alignment=layer"],  # the translation model is exported, the layer left behind
     ],
-    ids=["single-head", "learned-positions-unscaled-untied"],
+    ids=["single-head", "learned-positions-unscaled-untied", "with-alignment-layer"],
 )  # fmt: skip
 def test_variants_give_the_same_greedy_output_untrained(tmp_path, tokenizer, overrides):
     """Untrained (random) weights: every exported tensor matters, none is near zero."""

@@ -12,7 +12,8 @@ by their characters.
 From the same forward pass it scores every layer × head and each layer's head mean
 (`GoldAttention.head_scores`) and logs the lowest AER, `valid/aer_chosen`, with where it is,
 `valid/aer_chosen_layer` and `valid/aer_chosen_head` (from 0; -1: the head mean); a guided
-model (`alignment.guided`) also gets `valid/aer_guided`. It returns that choice for the
+model (`alignment.guided`) also gets `valid/aer_guided`, and a model with a separate
+alignment layer (`alignment=layer`) `valid/aer_layer`, its heads' mean. It returns that choice for the
 checkpoints (`alignment_choice`, `seq2seq.checkpoint.AlignmentChoice`): `best.pt` holds the
 one made at its validation, and `seq2seq-align`, `seq2seq-translate --alignments` and the
 viewer use it by default (`seq2seq.align.defaults`).
@@ -37,7 +38,13 @@ from seq2seq.align.defaults import guided_mark
 from seq2seq.align.extract import AlignSettings
 from seq2seq.align.gold import gold_set
 from seq2seq.align.head_choice import HeadScore, lowest_aer
-from seq2seq.align.model_aer import GoldAttention, GoldExample, encoded_gold, model_counts
+from seq2seq.align.model_aer import (
+    LAYER_SETTINGS,
+    GoldAttention,
+    GoldExample,
+    encoded_gold,
+    model_counts,
+)
 from seq2seq.checkpoint import ALIGNMENT_CHOICE_KEY, AlignmentChoice
 from seq2seq.data.settings import source_name
 from seq2seq.data.sources import data_source
@@ -50,6 +57,7 @@ AER_TAGS = {"aer": "valid/aer", "precision": "valid/aer_precision", "recall": "v
 CHOSEN_TAGS = {"aer": "valid/aer_chosen", "layer": "valid/aer_chosen_layer",
                "head": "valid/aer_chosen_head"}  # fmt: skip
 GUIDED_TAG = "valid/aer_guided"
+LAYER_TAG = "valid/aer_layer"  # a model's separate alignment layer (`alignment=layer`)
 MEAN_HEAD = -1  # valid/aer_chosen_head of a layer's head mean
 GOLD_PART = "valid"  # the test part is kept for reporting
 
@@ -104,6 +112,12 @@ class AerHook:
                      context.step, best.aer, best.settings.layer, _head_text(best.settings.head),
                      AER_TAGS["aer"], _shown(scalars.get(AER_TAGS["aer"])))  # fmt: skip
         scalars.update(self.guided_scalars(scores, *scored.shape))
+        if scored.layer_weights is not None:  # the alignment layer's, its heads' mean
+            layer_counts = scored.counts(LAYER_SETTINGS)
+            if layer_counts.aer is not None:
+                scalars[LAYER_TAG] = layer_counts.aer
+                log.info("step %d: valid AER of the alignment layer %.4f", context.step,
+                         layer_counts.aer)  # fmt: skip
         context.logger.scalars(scalars, context.step)
         log.debug("AER hook took %.2f s", time.perf_counter() - started)
         return None if self.choice is None else {ALIGNMENT_CHOICE_KEY: self.choice.as_payload()}

@@ -2,6 +2,8 @@
 
 In this order:
 
+0. layer: a model with a separate alignment layer (`alignment=layer`,
+   `seq2seq.models.alignment_layer`) aligns with it, its heads' mean (`source=LAYER`);
 1. guided: a model trained with guided alignment (config section `alignment`, with
    `guided: true`, its `layer` and `heads`; `seq2seq.training.guided_alignment`) aligns with the
    head it was taught to;
@@ -20,12 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
-from seq2seq.align.extract import NO_ATTENTION, AlignmentError, AlignSettings
+from seq2seq.align.extract import LAYER, NO_ATTENTION, AlignmentError, AlignSettings
+from seq2seq.align.teacher_forced import has_alignment_layer
 from seq2seq.checkpoint import AlignmentChoice
 from seq2seq.search.translator import Translator
 from seq2seq.training.guided_alignment import Guidance, resolve_layer
 
-GUIDED, CHOSEN, DEFAULT = "guided", "chosen", "default"
+GUIDED, CHOSEN, DEFAULT = "guided", "chosen", "default"  # and LAYER: the alignment layer
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,10 @@ class DefaultSettings(NamedTuple):
 
     @property
     def description(self) -> str:
-        """One line: `layer 1, head 3 (chosen on the valid gold: AER 0.4100 at step 1900)`."""
+        """One line: `layer 1, head 3 (chosen on the valid gold: AER 0.4100 at step 1900)`,
+        or `the alignment layer (trained ...)`."""
+        if self.settings.source == LAYER:
+            return f"the alignment layer, head mean ({self.reason})"
         return f"{head_name(self.settings.layer, self.settings.head)} ({self.reason})"
 
 
@@ -115,11 +121,25 @@ def model_marks(translator: Translator, layers: int, heads: int) -> list[HeadMar
     return [mark for mark in marks if mark is not None]
 
 
-def default_settings(translator: Translator) -> DefaultSettings:
+def layer_settings(translator: Translator) -> DefaultSettings:
+    """The alignment layer's settings (its heads' mean, argmax), and how it learned."""
+    section = _section(translator.run_config, "alignment") or {}
+    training = _section(section, "training") or "guided"
+    how = ("guided by the links of the training pairs" if training == "guided"
+           else "unsupervised, from the model's own attention")  # fmt: skip
+    settings = replace(AlignSettings(), layer=0, head=None, source=LAYER)
+    return DefaultSettings(settings, LAYER, f"trained {how}")
+
+
+def default_settings(translator: Translator, use_layer: bool = True) -> DefaultSettings:
     """The settings (argmax extraction) a tool aligns with when the user names no layer or
     head (module docstring); AlignmentError for a model without attention weights, or a
-    guided head it lacks. A tool with its own extraction options applies them with
+    guided head it lacks. `use_layer=False` passes over an alignment layer (a reader of
+    the translation attention alone: the export, `seq2seq-align --attention`). A tool with
+    its own extraction options applies them with
     `dataclasses.replace(found.settings, extract=..., threshold=...)`."""
+    if use_layer and has_alignment_layer(translator.model):
+        return layer_settings(translator)
     shape = translator.attention_shape()
     if shape is None:
         raise AlignmentError(NO_ATTENTION)

@@ -32,7 +32,13 @@ import torch
 
 from seq2seq.align.gold import as_in_corpus
 from seq2seq.align.pharaoh import Link, Links
-from seq2seq.align.teacher_forced import read_later, teacher_forced_weights
+from seq2seq.align.teacher_forced import (
+    ATTENTION,
+    LAYER,
+    SOURCES,
+    read_later,
+    teacher_forced_weights,
+)
 from seq2seq.align.words import attach_punctuation, piece_words, words
 from seq2seq.data.languages import is_unspaced_cjk
 from seq2seq.data.tokenizer import Tokenizer
@@ -43,6 +49,7 @@ log = logging.getLogger(__name__)
 
 EXTRACTIONS = ("argmax", "threshold")
 NO_ATTENTION = "the model has no attention weights (attention=none)"
+NO_LAYER = "the model has no alignment layer (a model trained with alignment=layer has one)"
 
 
 class AlignmentError(ValueError):
@@ -55,15 +62,20 @@ class AlignSettings:
 
     layer: attention layer, counted from 0 or from the end (-1, the default, is the last);
     head: one head's index, or None for the mean over the heads;
-    extract: "argmax" or "threshold"; threshold: t of the threshold extraction, in (0, 1].
+    extract: "argmax" or "threshold"; threshold: t of the threshold extraction, in (0, 1];
+    source: ATTENTION (the translation attention) or LAYER (the alignment layer of a model
+    trained with `alignment=layer`: one layer, its heads).
     """
 
     layer: int = -1
     head: int | None = None
     extract: str = "argmax"
     threshold: float = 0.3
+    source: str = ATTENTION  # or LAYER: the separate alignment layer, as one layer
 
     def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {self.source!r}")
         if self.extract not in EXTRACTIONS:
             raise ValueError(
                 f"extract must be one of {', '.join(EXTRACTIONS)}, got {self.extract!r}"
@@ -216,7 +228,9 @@ def pair_weights(
         for n, (source, target) in enumerate(zip(sources, targets), 1)
     ]  # fmt: skip
     todo = [index for index, (source, target) in enumerate(encoded) if source[0] and target[0]]
-    attentions = _teacher_forced(translator, [(encoded[i][0][0], encoded[i][1][0]) for i in todo])
+    attentions = _teacher_forced(
+        translator, [(encoded[i][0][0], encoded[i][1][0]) for i in todo], settings.source
+    )
     found = [WordWeights.empty(len(words(s)), len(words(t))) for s, t in zip(sources, targets)]
     for index, attention in zip(todo, attentions):
         (_, source), (_, target) = encoded[index]
@@ -256,12 +270,14 @@ def encoded_side(
     return ids, worded_sentence(tokenizer, words_text, text, len(ids))
 
 
-def _teacher_forced(translator: Translator, examples: list) -> list[torch.Tensor]:
+def _teacher_forced(
+    translator: Translator, examples: list, source: str = ATTENTION
+) -> list[torch.Tensor]:
     if not examples:
         return []
-    attentions = teacher_forced_weights(translator.model, examples, translator.device)
+    attentions = teacher_forced_weights(translator.model, examples, translator.device, source)
     if attentions is None:
-        raise AlignmentError(NO_ATTENTION)
+        raise AlignmentError(NO_LAYER if source == LAYER else NO_ATTENTION)
     return attentions
 
 
@@ -282,10 +298,20 @@ def translation_links(
     translator: Translator, translation: Translation, settings: AlignSettings
 ) -> list[Links]:
     """Word links between the source and each hypothesis of a translation, from the
-    attention of the search itself (asked for with `need_weights=True`): one per hypothesis."""
+    attention of the search itself (asked for with `need_weights=True`), or with
+    `settings.source` LAYER from the alignment layer fed the source and the hypothesis:
+    one per hypothesis."""
     source = _sentence(
         translator.src_tokenizer, translation.source, len(translation.source_pieces) - 1
     )
+    if settings.source == LAYER:
+        return [
+            links_from_attention(weights, source, Sentence(text, pieces), settings)
+            for weights, text, pieces in zip(
+                hypothesis_layer_weights(translator, translation), translation.texts,
+                translation.target_pieces,
+            )
+        ]  # fmt: skip
     found = []
     for hypothesis, text, pieces in zip(
         translation.hypotheses, translation.texts, translation.target_pieces
@@ -297,3 +323,12 @@ def translation_links(
         )
         found.append(links_from_attention(attention, source, Sentence(text, pieces), settings))
     return found
+
+
+def hypothesis_layer_weights(translator: Translator, translation: Translation) -> list[torch.Tensor]:
+    """The alignment layer's weights (1, heads, len(tokens) + 1, source pieces + 1) of each
+    hypothesis of a translation, the layer fed the source as the search read it and the
+    hypothesis (teacher forcing on the model's own output); AlignmentError without a layer."""
+    ids = translator.src_tokenizer.encode(translation.source)[: len(translation.source_pieces) - 1]
+    examples = [(ids, hypothesis.tokens) for hypothesis in translation.hypotheses]
+    return _teacher_forced(translator, examples, LAYER)

@@ -37,7 +37,9 @@ import torch
 
 from seq2seq.align.defaults import guided_mark
 from seq2seq.align.extract import (
+    LAYER,
     NO_ATTENTION,
+    NO_LAYER,
     AlignmentError,
     AlignSettings,
     Sentence,
@@ -116,18 +118,21 @@ class GoldAttention:
 
     examples: Sequence[GoldExample]
     attentions: Sequence[torch.Tensor]
+    # a model with an alignment layer: its weights (1, heads, tgt_len, src_len) per example
+    layer_weights: Sequence[torch.Tensor] | None = None
 
     @classmethod
     def of(
         cls, model: torch.nn.Module, examples: Sequence[GoldExample], device: torch.device
     ) -> GoldAttention | None:
-        """The model's attention on the examples; None without examples or without
-        attention weights (attention=none)."""
+        """The model's attention (and alignment layer's weights, if it has one) on the
+        examples; None without examples or without attention weights (attention=none)."""
         if not examples:
             return None
         pairs = [(example.source_ids, example.target_ids) for example in examples]
         attentions = teacher_forced_weights(model, pairs, device)
-        return None if attentions is None else cls(examples, attentions)
+        layer = teacher_forced_weights(model, pairs, device, LAYER)
+        return None if attentions is None else cls(examples, attentions, layer)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -136,10 +141,16 @@ class GoldAttention:
         return layers, heads
 
     def links(self, settings: AlignSettings) -> list[Links]:
-        """Each example's word links under `settings`."""
+        """Each example's word links under `settings` (of the alignment layer with
+        `settings.source` LAYER: AlignmentError when the model has none)."""
+        weights = self.attentions
+        if settings.source == LAYER:
+            if self.layer_weights is None:
+                raise AlignmentError(NO_LAYER)
+            weights = self.layer_weights
         return [
             links_from_attention(attention, example.source, example.target, settings)
-            for attention, example in zip(self.attentions, self.examples, strict=True)
+            for attention, example in zip(weights, self.examples, strict=True)
         ]
 
     def counts(self, settings: AlignSettings | None = None) -> AlignmentCounts:
@@ -205,13 +216,15 @@ def aligned_gold(
 @dataclass(frozen=True)
 class GoldAer:
     """Test AER of one checkpoint: the last layer's head mean, the head that aligned best
-    on the valid part (`layer`, `head`, from 0) and, for a guided model, the guided head."""
+    on the valid part (`layer`, `head`, from 0), for a guided model the guided head, and for
+    a model with an alignment layer, the layer (its heads' mean)."""
 
     head_mean: AlignmentCounts
     best: AlignmentCounts
     layer: int
     head: int
     guided: AlignmentCounts | None = None  # the guided head's; None for an unguided model
+    layer_counts: AlignmentCounts | None = None  # the alignment layer's; None without one
 
     @property
     def best_name(self) -> str:
@@ -246,7 +259,11 @@ def checkpoint_aer(checkpoint: Path, device: str = "cpu") -> GoldAer | None:
         layer=chosen.layer,
         head=chosen.head or 0,
         guided=None if guided is None else on_test.counts(guided),
+        layer_counts=None if on_test.layer_weights is None else on_test.counts(LAYER_SETTINGS),
     )
+
+
+LAYER_SETTINGS = AlignSettings(layer=0, source=LAYER)  # the alignment layer's head mean
 
 
 def _aer_or_worst(counts: AlignmentCounts) -> float:

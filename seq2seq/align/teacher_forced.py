@@ -9,6 +9,9 @@ and training steps compare (a model's own outputs would not line up).
 A model guided with `alignment.shift` k learned the links of target piece t at decoder step
 t + k (`seq2seq.training.guided_alignment`), so its rows are read k steps later (`read_later`):
 row t of what these functions return is step t + k, and the last k rows are empty.
+
+A model with a separate alignment layer (`alignment=layer`) is also read through it
+(`source=LAYER`): its row t is already that of piece t, the EOS row empty.
 """
 
 from __future__ import annotations
@@ -27,32 +30,59 @@ def attention_summary(attention: torch.Tensor) -> torch.Tensor:
     return attention[..., -1, :, :, :].float().mean(dim=-3)
 
 
+ATTENTION, LAYER = "attention", "layer"  # what is read: the translation attention, or
+# the separate alignment layer (`seq2seq.models.alignment_layer`)
+SOURCES = (ATTENTION, LAYER)
+
+
+def has_alignment_layer(model: torch.nn.Module) -> bool:
+    """Whether the model has a separate alignment layer (`alignment=layer`)."""
+    return getattr(model, "alignment_layer", None) is not None
+
+
 @torch.no_grad()
 def teacher_forced_weights(
     model: torch.nn.Module,
     examples: Sequence[tuple[Sequence[int], Sequence[int]]],
     device: torch.device,
+    source: str = ATTENTION,
 ) -> list[torch.Tensor] | None:
     """Every layer's and head's attention of each `(src_ids, tgt_ids)` example (no
     specials) under teacher forcing: (layers, heads, len(tgt) + 1, len(src) + 1) in float32
-    on the CPU, the EOS row and column included.
+    on the CPU, the EOS row and column included. `source=LAYER`: the alignment layer's
+    weights as one layer, (1, its heads, ...), row t that of piece t (the layer reads each
+    piece itself: no shift).
 
     Runs in eval mode (no dropout, hard attention takes its argmax) and restores the
-    model's mode. None when the model has no attention weights (attention=none).
+    model's mode. None when the model has no attention weights (attention=none), or no
+    alignment layer for `source=LAYER`.
     """
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if source == LAYER and not has_alignment_layer(model):
+        return None
+    batch_weights = _layer_weights if source == LAYER else _batch_weights
     was_training = model.training
     model.eval()
     try:
         matrices: list[torch.Tensor] = []
         for start in range(0, len(examples), TEACHER_FORCING_BATCH):
             chunk = examples[start : start + TEACHER_FORCING_BATCH]
-            weights = _batch_weights(model, chunk, device)
+            weights = batch_weights(model, chunk, device)
             if weights is None:
                 return None
             matrices.extend(weights)
         return matrices
     finally:
         model.train(was_training)
+
+
+def _layer_weights(model, examples, device) -> list[torch.Tensor]:
+    batch = collate(list(examples), list(range(len(examples)))).to(device)
+    weights = model.alignment_weights(batch.src, batch.src_mask, batch.tgt_in)
+    weights = weights.float().cpu().unsqueeze(1)  # (batch, 1, heads, tgt_len, src_len)
+    return [weights[row, :, :, : len(tgt) + 1, : len(src) + 1]
+            for row, (src, tgt) in enumerate(examples)]  # fmt: skip
 
 
 def teacher_forced_attention(

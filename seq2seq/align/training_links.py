@@ -49,6 +49,7 @@ from seq2seq.align.statistical import (
 )
 from seq2seq.align.words import piece_words, words
 from seq2seq.config.build import ConfigError
+from seq2seq.config.schema import needs_training_links
 from seq2seq.data.batching import ParallelData
 from seq2seq.data.links import GuidedSplit, PieceLinks, cached_links, stored_rows
 from seq2seq.data.settings import source_name
@@ -255,7 +256,7 @@ def check_links_source(cfg: Mapping[str, Any]) -> None:
     """Before any data is prepared: a guided run must have a way to get its links (the
     module docstring's three), else one ConfigError saying how to get them."""
     alignment, data = cfg.get("alignment"), cfg.get("data")
-    if not isinstance(alignment, Mapping) or not alignment.get("guided"):
+    if not isinstance(alignment, Mapping) or not needs_training_links(cfg):
         return
     path = data.get("alignments")
     if path is not None:

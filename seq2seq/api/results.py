@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from seq2seq.align.extract import hypothesis_layer_weights
+from seq2seq.align.teacher_forced import has_alignment_layer
 from seq2seq.align.words import words
 from seq2seq.search.translator import Translation, Translator
 from seq2seq.visualise.heatmap import run_title
@@ -91,21 +93,39 @@ class Result:
             return None
         return hypotheses[0].attention.detach().float().cpu().numpy().copy()
 
+    @property
+    def alignment_layer(self) -> np.ndarray | None:
+        """The alignment layer's weights for the best output, a float32 array [heads,
+        target pieces, source pieces] (row t: where target piece t comes from, read after
+        the model has read it; the EOS row is 0), for a model trained with
+        `alignment=layer`; `links` are read from it. None for a model without the layer or
+        an empty source."""
+        if not self.translation.hypotheses or not has_alignment_layer(self.translator.model):
+            return None
+        weights = hypothesis_layer_weights(self.translator, self.translation)[0]
+        return weights[0].numpy().copy()  # (heads, target pieces, source pieces)
+
     def word_links(self) -> list[tuple[str, str]]:
         """`links` as (source word, target word) pairs, in the order of `links`; [] for a
         model without attention."""
         sources, targets = self.source_words, self.target_words
         return [(sources[source], targets[target]) for source, target in self.links or []]
 
-    def plot(self, layer: int | None = None, head: int | None = None) -> Any:
-        """A matplotlib Figure of one head's attention: by default the head the viewer
-        opens on (a guided or chosen head, else layer 0's head mean), else `layer` and
-        `head` (from 0; a `layer` alone: its head mean). Jupyter shows it as a picture.
-        Raises ValueError when there is no attention to draw or the layer or head is out
-        of range."""
+    def plot(
+        self, layer: int | None = None, head: int | None = None, source: str | None = None
+    ) -> Any:
+        """A matplotlib Figure of one head's attention: by default what the viewer opens
+        on (the alignment layer of a model trained with `alignment=layer`, else a guided or
+        chosen head, else layer 0's head mean), else `layer` and `head` (from 0; a `layer`
+        alone: its head mean) of the cross-attention, or `source="layer"` for the alignment
+        layer and `source="attention"` for the cross-attention. Jupyter shows it as a
+        picture. Raises ValueError when there is no attention to draw or the layer or head
+        is out of range."""
         from seq2seq.visualise.notebook import attention_figure
 
-        figure = attention_figure(self.translator, self.translation, layer=layer, head=head)
+        figure = attention_figure(
+            self.translator, self.translation, layer=layer, head=head, source=source
+        )
         return shown_as_png(figure)
 
     def to_bertviz(self) -> dict[str, Any]:

@@ -26,9 +26,12 @@ mean of the two word attention matrices, then extracted (`seq2seq.align.symmetri
 definitions and the measurement). --extract applies to both models.
 
 Without --layer or --head each checkpoint aligns with its own default, named in one line on
-stderr: the head it was trained to align with (`alignment=guided`), else the layer and
-head that training found best on the valid gold pairs (stored in the checkpoint), else the
-last layer's head mean (`seq2seq.align.defaults`). --layer or --head applies to both models.
+stderr: its separate alignment layer (`alignment=layer`: an attention trained to align that
+predicts nothing, read after the decoder has read each target piece), else the head it was
+trained to align with (`alignment=guided`), else the layer and head that training found
+best on the valid gold pairs (stored in the checkpoint), else the last layer's head mean
+(`seq2seq.align.defaults`). --layer or --head applies to both models and reads the
+translation attention, as --attention does with the default head.
 
 A checkpoint trained with plugins loads only with the same `--plugins SPEC` (once per
 plugin), as for seq2seq-translate.
@@ -101,6 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=head_choice,
         default=UNSET,
         help="head index or mean (default: the checkpoint's own choice)",
+    )
+    parser.add_argument(
+        "--attention",
+        action="store_true",
+        help="read the translation attention even when the model has an alignment layer "
+        "(as --layer or --head do)",
     )
     parser.add_argument("--extract", choices=EXTRACTIONS, default="argmax", help="default argmax")
     parser.add_argument("--threshold", type=float, default=0.3, help="for --extract threshold")
@@ -265,11 +274,12 @@ def model_settings(
     notes: list[str],
 ) -> AlignSettings:
     """`settings` when the user named a layer or a head; else the checkpoint's own default
-    (its guided head, the head chosen on the valid gold, or the last layer's head mean:
-    `seq2seq.align.defaults`) with the user's extraction, noted for stderr."""
+    (its alignment layer unless --attention, its guided head, the head chosen on the valid
+    gold, or the last layer's head mean: `seq2seq.align.defaults`) with the user's
+    extraction, noted for stderr."""
     if args.layer is not None or args.head is not UNSET:
         return settings
-    found = default_settings(translator)
+    found = default_settings(translator, use_layer=not args.attention)
     notes.append(f"{PROGRAM}: {path}: aligned with {found.description}")
     return replace(found.settings, extract=settings.extract, threshold=settings.threshold)
 

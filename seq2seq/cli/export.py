@@ -57,7 +57,7 @@ def alignment_head(translator: Translator) -> AlignmentHead | None:
     """The attention `seq2seq-translate --alignments` reads for this checkpoint
     (`seq2seq.align.defaults`); None (the export then gives no alignments) when it has none."""
     try:
-        found = default_settings(translator)
+        found = default_settings(translator, use_layer=False)
     except AlignmentError:
         return None
     return AlignmentHead(found.settings.layer, found.settings.head, found.description)

@@ -99,6 +99,9 @@ def hydra_message(error: BaseException) -> str:
         parts.append(str(cause).strip().splitlines()[0])
     text = ": ".join(dict.fromkeys(" ".join(part.split()) for part in parts if part))
     guided_only = guided_only_key(text)
+    if guided_only in LAYER_KEYS:
+        return (f"alignment.{guided_only} is a setting of the alignment layer: add "
+                "alignment=layer (the default, alignment=none, has no settings)")  # fmt: skip
     if guided_only:
         return (f"alignment.{guided_only} is a setting of guided alignment: add alignment=guided "
                 "(the default, alignment=none, has no settings)")  # fmt: skip
@@ -111,6 +114,11 @@ def moved_key_hint(text: str) -> str:
     found = re.search(r"Key '(\w+)' not in 'DataConfig'", text)
     new = moved_key(found[1]) if found else None
     return f"; data.{found[1]} is now {new}" if new else ""
+
+
+# The settings of `alignment=layer` alone (weight and loss are both options')
+LAYER_KEYS = frozenset(("separate", "training", "layer_heads", "gradient", "query", "embeddings",
+                        "teacher_layer", "teacher_heads", "teacher_shift", "labels"))  # fmt: skip
 
 
 def guided_only_key(text: str) -> str | None:

@@ -14,16 +14,20 @@ It gives the attention of one head only, the one the export recorded for alignme
 checkpoint's, as below), so `--alignments` works with it while `--html`, `--plot`,
 `--show-attention` and `--probes` are refused.
 
-`--alignments` reads the links from the attention the checkpoint names: a guided model's
-guided head, else the layer and head training chose on the valid gold pairs, else the
+`--alignments` reads the links from the attention the checkpoint names: a model's separate
+alignment layer (`alignment=layer`, fed the source and the model's own output), else a
+guided model's guided head, else the layer and head training chose on the valid gold pairs, else the
 last layer's head mean (`seq2seq.align.defaults`); one line on stderr says which.
 
 `--html PAGE` writes one self-contained page (no network access) showing every layer and
 head of the cross-attention and, for Transformers, of the encoder and decoder
 self-attention of each sentence's best output: hover a piece or a cell to read its
-weights (`seq2seq.visualise.viewer`). `--probes` translates the built-in probe sentences
-of the checkpoint's language pair (`seq2seq/visualise/probes/`) instead of sentences or
-a file, and the page shows their reference translations too.
+weights (`seq2seq.visualise.viewer`). A model trained with `alignment=layer` shows its
+alignment layer too, and the page opens on it, since word links are read from it; one
+line on stderr says where the page opens. `--plot` draws the cross-attention alone (its
+stderr line says so for a model with an alignment layer). `--probes` translates the
+built-in probe sentences of the checkpoint's language pair (`seq2seq/visualise/probes/`)
+instead of sentences or a file, and the page shows their reference translations too.
 
 A checkpoint trained with plugins (`seq2seq-train plugins=[./lab/scores.py]`) is refused
 in one line naming them until the same plugins are passed, `--plugins lab/scores.py`
@@ -51,6 +55,7 @@ from pathlib import Path
 from seq2seq.align.defaults import DefaultSettings, default_settings, head_marks
 from seq2seq.align.extract import AlignmentError, AlignSettings, translation_links
 from seq2seq.align.pharaoh import Links, format_links
+from seq2seq.align.teacher_forced import has_alignment_layer
 from seq2seq.cli.checked_options import OneLineParser, check_output_files
 from seq2seq.cli.common import (
     InputError,
@@ -322,7 +327,10 @@ def plot_first(translator: Translator, translation: Translation, path: Path) -> 
     except ValueError as error:  # attention=none has no weights to draw; a bad guided head
         print(f"seq2seq-translate: --plot: {error}", file=sys.stderr)
         return 2
-    print(f"alignment saved to {path}", file=sys.stderr)
+    note = ""
+    if has_alignment_layer(translator.model):  # word links come from the layer, not drawn here
+        note = " (the cross-attention alone; --html shows the alignment layer too)"
+    print(f"alignment saved to {path}{note}", file=sys.stderr)
     return 0
 
 

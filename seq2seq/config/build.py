@@ -17,11 +17,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import torch
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from seq2seq.config.schema import buildable_classes, nested_build_key
+from seq2seq.models.alignment_layer import AlignmentLayer
 from seq2seq.models.model import Bridge, Seq2Seq, TokenEmbedding
 
 
@@ -95,7 +97,27 @@ def build_model(cfg: DictConfig, src_vocab_size: int, tgt_vocab_size: int) -> Se
             )
         generator.weight = tgt_embed.embedding.weight
     return Seq2Seq(src_embed, tgt_embed, encoder, bridge, decoder, generator,
-                   alignment_shift=alignment_shift(cfg, decoder.target_read_lag))  # fmt: skip
+                   alignment_shift=alignment_shift(cfg, decoder.target_read_lag),
+                   alignment_layer=alignment_layer(cfg, decoder.output_dim))  # fmt: skip
+
+
+def alignment_layer(cfg: DictConfig, hidden_size: int) -> AlignmentLayer | None:
+    """The separate alignment layer of `alignment=layer`, else None. Its weights are drawn
+    with the random state restored afterwards, so that everything drawn after them (the
+    data's order, dropout) is what it is without the layer."""
+    node = cfg.get("alignment")
+    if node is None or not node.get("separate"):
+        return None
+    query = node.get("query", "next")
+    with torch.random.fork_rng(devices=[]):
+        try:
+            return AlignmentLayer(hidden_size, heads=int(node.get("layer_heads", 1)),
+                                  gradient=float(node.get("gradient", 0.0)),
+                                  query=str(getattr(query, "name", query)),
+                                  embed_dim=cfg.model.embed_dim if node.get("embeddings")
+                                  else None)  # fmt: skip
+        except ValueError as error:
+            raise ConfigError(f"alignment: {error}") from error
 
 
 def alignment_shift(cfg: DictConfig, read_lag: int) -> int:

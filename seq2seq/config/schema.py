@@ -113,10 +113,19 @@ ALIGNMENT_LOSSES = ("ce", "mse")
 AlignmentLoss = Enum("AlignmentLoss", {loss: loss for loss in ALIGNMENT_LOSSES})
 
 
+LAYER_TRAININGS = ("guided", "unsupervised")
+LayerTraining = Enum("LayerTraining", {name: name for name in LAYER_TRAININGS})
+LayerQuery = Enum("LayerQuery", {name: name for name in ("next", "full_context")})
+LAYER_LABELS = ("argmax", "soft")
+LayerLabels = Enum("LayerLabels", {name: name for name in LAYER_LABELS})
+
+
 @dataclass
 class AlignmentConfig:
-    """`alignment=guided`: one attention layer's heads learn word links (Garg et al. 2019).
-    The default, `alignment=none`, is an empty node: these keys are set with `alignment=guided`.
+    """`alignment=guided`: one attention layer's heads learn word links (Garg et al. 2019);
+    `alignment=layer`: a separate alignment layer learns them, beside the attention that
+    translates (`seq2seq.models.alignment_layer`). The default, `alignment=none`, is an
+    empty node: these keys are set with `alignment=guided` or `alignment=layer`.
 
     The loss adds λ·L_align to the translation loss, L_align summed over the linked target
     positions t in the normalisation of the NLL (÷ target tokens), with p*(t, ·) the links
@@ -146,6 +155,22 @@ class AlignmentConfig:
     # null: the decoder's own lag (`Decoder.target_read_lag`). Every reading of the model's
     # attention as word links reads the rows `shift` steps later.
     shift: int | None = 0
+    # `alignment=layer` (`seq2seq.models.alignment_layer`): a separate attention, its own
+    # parameters, learns the links from the decoder's output after it has read each target
+    # piece; it predicts nothing. It uses `weight` (λ) and `loss` above.
+    separate: bool = False
+    training: LayerTraining = LayerTraining.guided  # the links (guided) | the model's own
+    layer_heads: int = 1  # the layer's heads, read as their mean
+    gradient: float = 0.0  # into the shared states: 0 stopped (translation untouched) .. 1
+    query: LayerQuery = LayerQuery.next  # next | full_context (Transformer: no future mask)
+    # the pieces' own embeddings join the query and the keys (the preset sets true; false
+    # for a layer stored before the key existed)
+    embeddings: bool = False
+    # unsupervised: the translation attention that teaches, read `teacher_shift` steps on
+    teacher_layer: int = -1  # counted from 0, negative from the end, clamped
+    teacher_heads: list[int] | None = None  # averaged; null: every head
+    teacher_shift: int | None = 0  # piece t learns from step t + this; null: the lag
+    labels: LayerLabels = LayerLabels.argmax  # argmax (one link per piece) | soft
 
 
 def is_guided(cfg: Any) -> bool:
@@ -153,6 +178,22 @@ def is_guided(cfg: Any) -> bool:
     `alignment` node with `guided: true` (`alignment=guided`)."""
     alignment = cfg.get("alignment")
     return alignment is not None and bool(alignment.get("guided"))
+
+
+def has_alignment_layer(cfg: Any) -> bool:
+    """Whether a run's config has a separate alignment layer (`alignment=layer`)."""
+    alignment = cfg.get("alignment")
+    return alignment is not None and bool(alignment.get("separate"))
+
+
+def needs_training_links(cfg: Any) -> bool:
+    """Whether a run trains on the links of its training split: guided alignment, or an
+    alignment layer trained on them (`alignment=layer`, `training: guided`)."""
+    if is_guided(cfg):
+        return True
+    alignment = cfg.get("alignment")
+    training = alignment.get("training", "guided") if alignment is not None else None
+    return has_alignment_layer(cfg) and getattr(training, "name", training) == "guided"
 
 
 @dataclass

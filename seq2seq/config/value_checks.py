@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import registry
 from seq2seq.config.build import ConfigError, plain
-from seq2seq.config.schema import ALIGNMENT_LOSSES, AlignmentConfig
+from seq2seq.config.schema import ALIGNMENT_LOSSES, LAYER_LABELS, LAYER_TRAININGS, AlignmentConfig
 from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
 from seq2seq.data.settings import source_name, source_node
 from seq2seq.models.attention.options import OPTION_GROUPS, component_node
@@ -267,6 +267,13 @@ SECTION_RULES: dict[str, dict[str, Rule]] = {
         "weight": non_negative_finite,
         "loss": choice(ALIGNMENT_LOSSES),
         "shift": optional(whole_between(0, MAX_ALIGNMENT_SHIFT)),
+        "training": choice(LAYER_TRAININGS),
+        "layer_heads": at_least(1),
+        "gradient": in_range(0, 1, high_open=False),
+        "teacher_layer": whole_between(-MAX_LAYERS, MAX_LAYERS),
+        "teacher_heads": heads_rule,
+        "teacher_shift": optional(whole_between(0, MAX_ALIGNMENT_SHIFT)),
+        "labels": choice(LAYER_LABELS),
     },
 }
 
@@ -321,6 +328,42 @@ def check_positions(config: Mapping[str, Any]) -> None:
                 f"of the longest sequence (data.max_len={data['max_len']} pieces and its "
                 f"EOS/BOS): raise {section}.max_positions or lower data.max_len"
             )
+
+
+def check_alignment_layer(config: Mapping[str, Any]) -> None:
+    """A separate alignment layer (`alignment=layer`): heads that divide the decoder's width,
+    a decoder with a pass without the future mask for `query=full_context`, and attention
+    weights to learn from when unsupervised."""
+    alignment = config.get("alignment")
+    if not isinstance(alignment, Mapping) or not alignment.get("separate"):
+        return
+    if alignment.get("guided"):
+        raise ConfigError("alignment.guided and alignment.separate are two choices of one "
+                          "option: alignment=guided or alignment=layer")  # fmt: skip
+    decoder = _registered(config, "decoder")
+    width, heads = config["decoder"].get("hidden_size"), alignment.get("layer_heads", 1)
+    if is_number(width) and is_number(heads) and heads >= 1 and width % heads:
+        raise ConfigError(f"alignment.layer_heads={heads} must divide the decoder's "
+                          f"hidden_size ({width})")  # fmt: skip
+    if _name(alignment.get("query")) == "full_context" and decoder is not None:
+        if not hasattr(decoder.builder, "full_context"):
+            raise ConfigError(
+                "alignment.query=full_context needs a decoder with a pass without the future "
+                f"mask (decoder=transformer); the {decoder.name} decoder has none"
+            )
+    attention = _registered(config, "attention")
+    if _name(alignment.get("training")) == "unsupervised" and attention is not None:
+        if attention.name == "none":
+            raise ConfigError(
+                "alignment.training=unsupervised learns from the translation attention's "
+                "weights, and attention=none has none: choose an attention, or "
+                "alignment.training=guided"
+            )
+
+
+def _name(value: Any) -> Any:
+    """An enum's name, or the value itself."""
+    return getattr(value, "name", value)
 
 
 def check_guidance(config: Mapping[str, Any]) -> None:
@@ -431,6 +474,7 @@ def check_settings(cfg: DictConfig | Mapping[str, Any]) -> None:
         check_test_search(trainer["test_search"])
     check_positions(config)
     check_guidance(config)
+    check_alignment_layer(config)
     check_reinforce(config)
 
 

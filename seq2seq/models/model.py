@@ -12,6 +12,7 @@ import math
 import torch
 from torch import nn
 
+from seq2seq.models.alignment_layer import AlignmentLayer
 from seq2seq.models.base import Decoder, DecoderState, Encoder, EncoderOutput
 from seq2seq.models.dropout import ElementDropout, TokenDropout
 from seq2seq.special_tokens import PAD_ID
@@ -93,6 +94,7 @@ class Seq2Seq(nn.Module):
         decoder: Decoder,
         generator: nn.Linear,
         alignment_shift: int = 0,
+        alignment_layer: AlignmentLayer | None = None,
     ):
         super().__init__()
         # Where the model's attention is read as word links: the row of target piece t is
@@ -104,6 +106,10 @@ class Seq2Seq(nn.Module):
         self.bridge = bridge
         self.decoder = decoder
         self.generator = generator
+        # `alignment=layer`: the attention that learns word links and predicts nothing
+        # (`seq2seq.models.alignment_layer`); registered last, so that the translation
+        # model's parameters keep their order
+        self.alignment_layer = alignment_layer
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
         return self.encoder(self.src_embed(src), src_mask)
@@ -120,7 +126,8 @@ class Seq2Seq(nn.Module):
         need_weights: bool = False,
         full_context: bool = False,
         future_mask: bool = True,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        alignment_layer: bool = False,
+    ) -> tuple[torch.Tensor, ...]:
         """Teacher forcing: logits (batch, tgt_len, vocab) and the attention weights
         (batch, layers, heads, tgt_len, src_len), or None without `need_weights` where the
         fused kernel ran. `full_context` (a decoder with a `full_context` pass, the
@@ -130,7 +137,12 @@ class Seq2Seq(nn.Module):
         `future_mask=False` (such a decoder only) runs the one pass without the future
         mask, so position t sees the targets after it, the very tokens it is to predict:
         no model should train so; it exists for the lab's experiment on masks
-        (`seq2seq.lab.masks`), which shows what goes wrong."""
+        (`seq2seq.lab.masks`), which shows what goes wrong.
+
+        `alignment_layer=True` returns `forward_aligned`'s three tensors, the alignment
+        layer's weights third (through `__call__`, so that a DDP wrapper sees the pass)."""
+        if alignment_layer:
+            return self.forward_aligned(src, src_mask, tgt_in, need_weights)
         state = self.init_decoder_state(self.encode(src, src_mask))
         tgt_embedded = self.tgt_embed(tgt_in)  # (batch, tgt_len, embed)
         if future_mask:
@@ -140,6 +152,54 @@ class Seq2Seq(nn.Module):
         if full_context:
             attention = self.decoder.full_context(tgt_embedded, state, tgt_in != PAD_ID)
         return self.generator(hidden), attention  # (batch, tgt_len, vocab)
+
+    def forward_aligned(
+        self,
+        src: torch.Tensor,  # (batch, src_len)
+        src_mask: torch.Tensor,  # (batch, src_len)
+        tgt_in: torch.Tensor,  # (batch, tgt_len), starts with BOS
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """Teacher forcing with the alignment layer: the logits and attention of `forward`
+        and the layer's weights (batch, layer heads, tgt_len, src_len), row t that of
+        target piece t (`tgt_out[:, t]`), in float32. ValueError without a layer."""
+        hidden, attention, aligned = self._decoded(src, src_mask, tgt_in, need_weights)
+        return self.generator(hidden), attention, aligned
+
+    @torch.no_grad()
+    def alignment_weights(
+        self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor
+    ) -> torch.Tensor:
+        """The alignment layer's weights (batch, heads, tgt_len, src_len) of `forward_aligned`,
+        without the generator."""
+        return self._decoded(src, src_mask, tgt_in, need_weights=False)[2]
+
+    def _decoded(self, src, src_mask, tgt_in, need_weights: bool):
+        """(decoder outputs, attention, alignment layer weights) of a teacher-forced pass."""
+        layer = self.alignment_layer
+        if layer is None:
+            raise ValueError("the model has no alignment layer (alignment=layer adds one)")
+        encoded = self.encode(src, src_mask)
+        memory, init_hidden = self.bridge(encoded)
+        state = self.decoder.init_state(memory, encoded.mask, init_hidden)
+        tgt_embedded = self.tgt_embed(tgt_in)  # (batch, tgt_len, embed)
+        hidden, attention = self.decoder(tgt_embedded, state, need_weights=need_weights)
+        queries = hidden
+        if layer.query == "full_context":  # a second pass without the future mask
+            queries = self._unmasked_pass(tgt_embedded, state, tgt_in, need_weights=False)[0]
+        embedded = None
+        if layer.embedding_query is not None:  # the pieces' embeddings, without dropout
+            embedded = (self.tgt_embed.embedding(tgt_in), self.src_embed.embedding(src))
+        return hidden, attention, layer(queries, memory, encoded.mask, embedded)
+
+    def parameter_groups(self) -> list[list[nn.Parameter]]:
+        """The parameters clipped together: the translation model's, then the alignment
+        layer's on their own (so that a layer whose gradient is stopped leaves the
+        translation model's updates as they would be without it)."""
+        layer = self.alignment_layer
+        own = set() if layer is None else {id(p) for p in layer.parameters()}
+        groups = [[p for p in self.parameters() if id(p) not in own]]
+        return groups if layer is None else [*groups, list(layer.parameters())]
 
     def _unmasked_pass(self, tgt_embedded, state, tgt_in, need_weights: bool):
         """The decoder's teacher-forced pass without the future mask (padding still masked)."""

@@ -43,7 +43,7 @@ from seq2seq.config.build import (
     instantiate_part,
     plain,
 )
-from seq2seq.config.schema import is_guided
+from seq2seq.config.schema import has_alignment_layer, is_guided, needs_training_links
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.config.sizing import (
     Vocabulary,
@@ -67,6 +67,7 @@ from seq2seq.runs.folder import (
     run_folder_lock,
 )
 from seq2seq.training import distributed
+from seq2seq.training.alignment_layer_loss import LayerTraining
 from seq2seq.training.guided_alignment import Guidance, resolve_layer
 from seq2seq.training.hooks import ValidationHook, validation_hooks
 from seq2seq.training.logger import RunLogger
@@ -141,11 +142,13 @@ def assemble_trainer(
     seed_everything(cfg.trainer.seed + ranks.rank)  # DDP copies rank 0's initial weights
     with ranks.main_first():  # rank 0 fills the data caches the others then read
         data = prepare(data_config(cfg))
-        if is_guided(cfg):  # the training pairs' piece links (seq2seq.align.training_links)
+        if needs_training_links(cfg):  # the training pairs' piece links (seq2seq.align.training_links)
             data = with_training_links(plain(cfg.data), data)
     model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
     if is_guided(cfg) and ranks.is_main:
         log_guidance(cfg, model.alignment_shift)
+    if has_alignment_layer(cfg) and ranks.is_main:
+        log_alignment_layer(cfg)
     model.to(device)
     payload = None
     if resume_path is not None:
@@ -182,8 +185,12 @@ def build_trainer(
     guidance = None  # alignment=guided: what it supervises, with the built model's shift
     if is_guided(cfg):
         guidance = Guidance.from_config(plain(cfg.alignment)).for_model(model)
+    layer_training = None  # alignment=layer: how the separate layer learns
+    if has_alignment_layer(cfg):
+        layer_training = LayerTraining.from_config(plain(cfg.alignment), model)
     autocast = autocast_for(settings.precision, placement.device)
-    objective = objective_for(model, settings.label_smoothing, autocast, guidance, settings.compile)
+    objective = objective_for(model, settings.label_smoothing, autocast, guidance, settings.compile,
+                              layer_training)  # fmt: skip
     return Trainer(settings, model, data, run_dir, placement.device, objective=objective,
                    optimizer=optimizer, schedule=schedule, logger=logger, hooks=hooks,
                    ranks=placement.ranks)  # fmt: skip
@@ -231,6 +238,22 @@ def log_guidance(cfg: DictConfig, shift: int) -> None:
         "every head" if heads is None else f"head(s) {heads}", alignment["weight"],
         alignment["loss"], ", full-context pass" if alignment["full_context"] else "", shift,
     )  # fmt: skip
+
+
+def log_alignment_layer(cfg: DictConfig) -> None:
+    """One line: how the separate alignment layer learns (`alignment=layer`)."""
+    alignment = plain(cfg.alignment)
+    if alignment["training"] == "guided":
+        teacher = "the links of the training pairs"
+    else:
+        shift = alignment["teacher_shift"]
+        teacher = (f"the translation attention (layer {alignment['teacher_layer']}, heads "
+                   f"{alignment['teacher_heads'] or 'all'}) read "
+                   f"{'at the decoder lag' if shift is None else f'{shift} step(s) on'}, "
+                   f"{alignment['labels']} labels")  # fmt: skip
+    log.info("alignment layer: %d head(s), query %s, λ=%g, %s loss, gradient into the shared "
+             "states ×%g, learning from %s", alignment["layer_heads"], alignment["query"],
+             alignment["weight"], alignment["loss"], alignment["gradient"], teacher)  # fmt: skip
 
 
 def check_compatible(payload: dict, cfg: DictConfig, data: PreparedData, path: Path) -> None:

@@ -4,9 +4,16 @@ Two engines:
 
 * `TorchEngine`: a checkpoint loaded by `Translator.load`, searched by the project's own
   beam search. Links come from the attention `seq2seq-translate --alignments` reads
-  (`seq2seq.align.defaults.default_settings`: the guided head, else the head chosen on the
-  valid gold, else the last layer's head mean); the attention of a sentence is every layer
-  and head of every kind the viewer shows (`seq2seq.visualise.viewer.sentence_views`).
+  (`seq2seq.align.defaults.default_settings`: the alignment layer of a model trained with
+  `alignment=layer`, else the guided head, else the head chosen on the valid gold, else
+  the last layer's head mean), and `GET /models` names it (`alignment`: its source and
+  description, `the alignment layer, head mean (...)` for a layer); the attention of a
+  sentence is every layer and head of every kind the viewer shows
+  (`seq2seq.visualise.viewer.sentence_views`): the cross-attention, then the alignment
+  layer's view (`"name": "layer"`, one layer, its heads, rows and columns as the
+  cross-attention's) where the model has one, then the self-attention. The layer's view
+  is one more entry of the list: the entries before it are as without a layer. The page's
+  data (`viewer_base`) opens on the layer (`alignment.start.view`).
 * `CTranslate2Engine`: a `seq2seq-export --format ctranslate2` folder
   (`seq2seq.export.ctranslate2_translator.CTranslate2Translator`). CTranslate2 returns the attention of the
   one head the export recorded for alignments, so links come from it and the attention is
@@ -141,7 +148,8 @@ def checkpoint_architecture(run_config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _alignment_info(found: DefaultSettings) -> dict[str, Any]:
-    """The head links are read from: layer and head from 0 (head None: the head mean)."""
+    """The head links are read from: layer and head from 0 (head None: the head mean);
+    with source `layer` the alignment layer (its one layer 0), named so in `description`."""
     return {"layer": found.settings.layer, "head": found.settings.head,
             "source": found.source, "description": found.description}  # fmt: skip
 

@@ -136,7 +136,8 @@ class AlignmentHead(BaseModel):
     layer: int = Field(description="from 0; negative from the end (-1: the last layer)")
     head: int | None = Field(description="from 0; null: the mean of the layer's heads")
     source: str = Field(
-        description="guided (trained to align), chosen (on the valid gold), default (the "
+        description="layer (the separate alignment layer of alignment=layer; layer 0 is "
+        "its own), guided (trained to align), chosen (on the valid gold), default (the "
         "last layer's head mean) or export (the head a CTranslate2 export recorded)"
     )
     description: str

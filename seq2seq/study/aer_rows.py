@@ -2,7 +2,8 @@
 
 Every run with a best checkpoint and attention weights gets its test AER on the hand-aligned
 gold pairs (`seq2seq.align.model_aer.checkpoint_aer`: the last layer's head mean, the head
-chosen on the valid pairs, a guided model's guided head). A word aligner such as eflomal is
+chosen on the valid pairs, a guided model's guided head, and the heads' mean of a model's
+alignment layer, `alignment=layer`). A word aligner such as eflomal is
 added from a JSON file, in one of two forms:
 
     {"name": "eflomal", "test_aer": 0.31, "precision": 0.72, "recall": 0.65}
@@ -55,6 +56,7 @@ def fill_aer(
                 test_aer_best=found.best.aer,
                 test_aer_best_head=found.best_name,
                 test_aer_guided=None if found.guided is None else found.guided.aer,
+                test_aer_layer=None if found.layer_counts is None else found.layer_counts.aer,
             )
 
 

@@ -1,6 +1,6 @@
 """The comparison of `seq2seq-compare`: its settings (the Hydra schema) and its stages.
 
-Five stages, each runnable alone on the same compare folder (`dir`):
+Six stages, each runnable alone on the same compare folder (`dir`):
 
 1. `attention`: the sweep `<dir>/attention`: `+experiment=<experiment>` with every option of
    `attention` (by default every attention preset, the user's in `config_dir` included),
@@ -16,12 +16,19 @@ Five stages, each runnable alone on the same compare folder (`dir`):
    training split); the encoder sweep's runs, unguided, are linked in as each guided
    configuration's twin, which the summary tests it against (`report.twin_marker`);
    skipped when `guided` is empty;
-4. `aligner`: the statistical word aligner (eflomal, `seq2seq-align-baseline`) on the runs'
+4. `layer`: the sweep `<dir>/layer`: every `compare_<family>` preset with the encoder
+   sweep's attention and a separate alignment layer (`layer`, by default `alignment=layer`
+   trained both ways, `alignment.training=guided,unsupervised`:
+   `seq2seq.models.alignment_layer`), its rows `alignment=layer (guided)` and
+   `alignment=layer (unsupervised)` with the layer's test AER; the encoder sweep's runs,
+   without a layer, are linked in as the twins (`report.layer_marker`), as in `guided`;
+   skipped when `layer` is empty;
+5. `aligner`: the statistical word aligner (eflomal, `seq2seq-align-baseline`) on the runs'
    prepared training split, scored on the gold test pairs (`<dir>/aligner_eflomal.json`),
    each direction alone and the two combined (`ALIGNER_METHODS`): the non-neural rows
    beside every attention's AER; skipped, in one line, for data without
    a prepared corpus (the toy tasks);
-5. `summary`: `COMPARISON.md` and `comparison.csv` of the sweeps (`seq2seq.study.report`),
+6. `summary`: `COMPARISON.md` and `comparison.csv` of the sweeps (`seq2seq.study.report`),
    into `report.out_dir`, else the budget's `out_dir`, else `<dir>` (the CSV and the images
    into the budget's `files_dir` when it has one and `report.out_dir` is not given). With `sweeps=[...]`
    it reads those folders instead: any Hydra sweeps, such as a plain `seq2seq-train -m`.
@@ -48,8 +55,8 @@ from seq2seq.study.report import ReportSettings, write_report
 from seq2seq.study.sweep import link_runs, report_count, warn
 
 log = logging.getLogger(__name__)
-STAGES = ("attention", "encoders", "guided", "aligner", "summary")
-FIRST_SWEEP, FAMILY_SWEEP, GUIDED_SWEEP = "attention", "encoders", "guided"
+STAGES = ("attention", "encoders", "guided", "layer", "aligner", "summary")
+FIRST_SWEEP, FAMILY_SWEEP, GUIDED_SWEEP, LAYER_SWEEP = "attention", "encoders", "guided", "layer"
 CHOSEN_ATTENTION, MADE_BY = "encoders_attention.txt", "made_by.txt"  # in the compare folder
 ALIGNER_FILE = "aligner_eflomal.json"
 # eflomal's rows: each direction alone, then the two combined
@@ -88,6 +95,8 @@ class ReportConfig:
     # The override that marks a configuration tested against its twin without it (the
     # guided sweep's); null: none
     twin_marker: str | None = "alignment=guided"
+    # The same for a configuration with an alignment layer (the layer sweep's); null: none
+    layer_marker: str | None = "alignment=layer"
     baseline_aer: list[str] = field(default_factory=list)  # word aligners' JSON files
     resamples: int = BOOTSTRAP_RESAMPLES
     made_by: str | None = None  # None: what the attention stage recorded in made_by.txt
@@ -108,6 +117,11 @@ class CompareConfig:
     # The guided sweep's overrides of every family (beside the encoder sweep's attention);
     # []: no guided sweep
     guided: list[str] = field(default_factory=lambda: ["alignment=guided"])
+    # The layer sweep's overrides of every family (an alignment layer, trained guided and
+    # unsupervised: two rows per family); []: no layer sweep
+    layer: list[str] = field(
+        default_factory=lambda: ["alignment=layer", "alignment.training=guided,unsupervised"]
+    )
     seeds: int = II("budget.seeds")
     seed_base: int = 1234  # the presets' trainer.seed: seed 1 is a plain training's run
     jobs: int = 1  # trainings at once on this machine (joblib), cores/jobs threads each
@@ -177,7 +191,8 @@ def run_comparison(settings: CompareConfig, command: str) -> Path | None:
     check(settings)
     folder, report = Path(settings.dir), None
     stages = {"attention": train_first_sweep, "encoders": train_family_sweep,
-              "guided": train_guided_sweep, "aligner": score_aligner,
+              "guided": train_guided_sweep, "layer": train_layer_sweep,
+              "aligner": score_aligner,
               "summary": write_summary}  # fmt: skip
     for stage in settings.stages:
         log.info("stage %s in %s", stage, folder)
@@ -249,17 +264,34 @@ def train_guided_sweep(settings: CompareConfig, folder: Path, command: str) -> N
     if not settings.guided:
         log.info("guided: no overrides in `guided`: skipped")
         return
+    train_twin_sweep(settings, folder, GUIDED_SWEEP, settings.guided)
+
+
+def train_layer_sweep(settings: CompareConfig, folder: Path, command: str) -> None:
+    """Stage 4 (module docstring)."""
+    if not settings.layer:
+        log.info("layer: no overrides in `layer`: skipped")
+        return
+    train_twin_sweep(settings, folder, LAYER_SWEEP, settings.layer)
+
+
+def train_twin_sweep(
+    settings: CompareConfig, folder: Path, name: str, overrides: list[str]
+) -> None:
+    """The sweep `<dir>/<name>`: every family with the encoder sweep's attention and
+    `overrides`; the encoder sweep's runs (without them) are linked in as the twins."""
     chosen = family_attention(settings, folder)
     families = [settings.experiment, *(settings.families or [
-        name for name in preset_names("experiment", "compare_") if name != settings.experiment
+        preset for preset in preset_names("experiment", "compare_")
+        if preset != settings.experiment
     ])]  # fmt: skip
-    axes = ["+experiment=" + ",".join(families), f"attention={chosen}", *settings.guided]
-    log.info("guided sweep: %s", " ".join(axes))
-    run_sweep(sweep_of(settings, folder / GUIDED_SWEEP, axes))
+    axes = ["+experiment=" + ",".join(families), f"attention={chosen}", *overrides]
+    log.info("%s sweep: %s", name, " ".join(axes))
+    run_sweep(sweep_of(settings, folder / name, axes))
     try:
-        link_runs(folder / FAMILY_SWEEP, folder / GUIDED_SWEEP, f"attention={chosen}")
+        link_runs(folder / FAMILY_SWEEP, folder / name, f"attention={chosen}")
     except FileNotFoundError as error:
-        log.warning("no unguided twin linked into the guided sweep: %s", error)
+        log.warning("no twin linked into the %s sweep: %s", name, error)
 
 
 def best_of_first_sweep(folder: Path) -> str:
@@ -278,7 +310,7 @@ def best_of_first_sweep(folder: Path) -> str:
 
 
 def score_aligner(settings: CompareConfig, folder: Path, command: str) -> None:
-    """Stage 4 (module docstring)."""
+    """Stage 5 (module docstring)."""
     corpus = aligner_corpus(settings, folder)
     if corpus is None:
         log.info("aligner: the runs' data has no prepared corpus (a toy task?): skipped")
@@ -316,11 +348,11 @@ def files_dir(report_out_dir: str | None, budget: BudgetConfig) -> Path | None:
 
 
 def write_summary(settings: CompareConfig, folder: Path, command: str) -> Path:
-    """Stage 5 (module docstring)."""
+    """Stage 6 (module docstring)."""
     if settings.sweeps:
         sweeps = [Path(path) for path in settings.sweeps]
     else:
-        names = (FIRST_SWEEP, FAMILY_SWEEP, GUIDED_SWEEP)
+        names = (FIRST_SWEEP, FAMILY_SWEEP, GUIDED_SWEEP, LAYER_SWEEP)
         sweeps = [folder / name for name in names if (folder / name).is_dir()]
     if not sweeps:
         raise StageError(f"summary: no sweep folder below {folder}; give dir= or sweeps=")
@@ -333,7 +365,7 @@ def write_summary(settings: CompareConfig, folder: Path, command: str) -> Path:
         files_dir=files_dir(report.out_dir, settings.budget),
         image=report.image, aer=report.aer, device=report.device,
         baselines=report.baselines or ["attention=none", f"+experiment={settings.experiment}"],
-        twin_marker=report.twin_marker,
+        twin_marker=report.twin_marker, layer_marker=report.layer_marker,
         baseline_aer=[*sorted(folder.glob("aligner_*.json")), *map(Path, report.baseline_aer)],
         resamples=report.resamples, command=command, made_by=made_by,
     ))  # fmt: skip

@@ -19,6 +19,7 @@ import logging
 import os
 import statistics
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -318,17 +319,29 @@ def differing_settings(descriptions: list[dict[str, str]]) -> list[str]:
     return [key for key in keys if len({d.get(key, "-") for d in descriptions}) > 1]
 
 
+def describe_model(config: Mapping[str, Any]) -> dict[str, str]:
+    """`describe_run` of the run's config (plain data), and `alignment: layer (guided)` or
+    `layer (unsupervised)` for a model with a separate alignment layer (`alignment=layer`),
+    so that a sweep tells it from its twin without one."""
+    described = describe_run(config)
+    alignment = config.get("alignment") or {}
+    if alignment.get("separate"):
+        training = alignment.get("training")
+        described["alignment"] = f"layer ({getattr(training, 'name', training)})"
+    return described
+
+
 def model_labels(configs: list[Any]) -> list[str]:
     """Each run's model settings that differ within the list (all of them when none
     differ); a setting the run does not have (the score of `attention=none`) is left out."""
-    descriptions = [describe_run(plain(config)) for config in configs]
+    descriptions = [describe_model(plain(config)) for config in configs]
     keys = differing_settings(descriptions) or list(descriptions[0])
     return [" · ".join(f"{key}={d[key]}" for key in keys if key in d) for d in descriptions]
 
 
 def run_titles(runs: list[Path], configs: list[Any]) -> list[str]:
     """The differing model settings of each run, or its folder when no setting differs."""
-    descriptions = [describe_run(plain(config)) for config in configs]
+    descriptions = [describe_model(plain(config)) for config in configs]
     keys = differing_settings(descriptions)
     if not keys:
         common = Path(os.path.commonpath(runs)) if len(runs) > 1 else runs[0].parent

@@ -8,8 +8,10 @@ the sweep), seeds, parameters, steps, training minutes, the update and minutes o
 validation and the valid BLEU gained in the last quarter of the budget (`convergence`),
 tokens/s (median of `train/tokens_per_sec`), best valid BLEU, test BLEU and chrF (the best
 checkpoint, `results.json`), alignment accuracy (last `valid/alignment_accuracy`), test AER
-of the last layer's head mean and of the head chosen on the valid gold pairs (`—` without
-attention), the p-value against the sweep's baseline, the run folders.
+of the last layer's head mean, of the head chosen on the valid gold pairs and of a guided
+model's guided head (`—` without attention or guidance), then, in a sweep with a model
+that has an alignment layer (`alignment=layer`), the test AER of that layer (`—` for the
+models without one; a sweep without such a model has no such column), the p-value against the sweep's baseline, the run folders.
 
 `write_report` does it all for a list of sweep folders: read them (`seq2seq.study.sweep`),
 test them (`seq2seq.study.seed_significance`), add the AER columns and the aligners' rows
@@ -62,13 +64,17 @@ TABLE_COLUMNS = (  # (key, markdown header); see `table_cell`
     ("test_aer", "test AER (head mean)"),
     ("test_aer_best", "test AER (chosen head)"),
     ("test_aer_guided", "test AER (guided head)"),
+    ("test_aer_layer", "test AER (alignment layer)"),
     ("p_vs_baseline", "p vs base"),
     ("run_dir", "run folders"),
 )
 SPREAD = {  # figures shown as mean ± std, with their decimals
     "last_quarter_gain": 2, "valid_bleu": 2, "test_bleu": 2, "test_chrf": 2,
     "alignment_accuracy": 3, "test_aer": 3, "test_aer_best": 3, "test_aer_guided": 3,
+    "test_aer_layer": 3,
 }  # fmt: skip
+# Columns shown only in a sweep where some run has a value: the alignment layer's AER
+OPTIONAL_COLUMNS = frozenset({"test_aer_layer"})
 
 
 def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
@@ -152,14 +158,24 @@ def bases(baseline: int | None, twins: dict[int, int]) -> set[int]:
     return set(twins.values()) if twins else {baseline} - {None}
 
 
+def sweep_columns(configurations: list[Configuration]) -> list[tuple[str, str]]:
+    """The table's (key, header) columns for a sweep: TABLE_COLUMNS less the
+    OPTIONAL_COLUMNS no run of the sweep has a value in."""
+    return [
+        (key, header) for key, header in TABLE_COLUMNS
+        if key not in OPTIONAL_COLUMNS or any(c.values(key) for c in configurations)
+    ]  # fmt: skip
+
+
 def markdown_table(
     configurations: list[Configuration], baseline: int | None, twins: dict[int, int]
 ) -> list[str]:
-    lines = ["| " + " | ".join(header for _, header in TABLE_COLUMNS) + " |"]
-    lines.append("|" + "---|" * len(TABLE_COLUMNS))
+    columns = sweep_columns(configurations)
+    lines = ["| " + " | ".join(header for _, header in columns) + " |"]
+    lines.append("|" + "---|" * len(columns))
     for index, configuration in enumerate(configurations):
         roles = {"is_baseline": index in bases(baseline, twins)}
-        cells = [table_cell(configuration, key, roles) for key, _ in TABLE_COLUMNS]
+        cells = [table_cell(configuration, key, roles) for key, _ in columns]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -349,6 +365,9 @@ class ReportSettings:
     # An override that marks a configuration tested against its twin without it (a sweep
     # with twins has no single baseline); None: no twins
     twin_marker: str | None = "alignment=guided"
+    # The same for a configuration with an alignment layer; a sweep's twins are found by
+    # the first of the two markers one of its configurations was run with
+    layer_marker: str | None = "alignment=layer"
     baseline_aer: list[Path] = field(default_factory=list)  # word aligners' files
     resamples: int = BOOTSTRAP_RESAMPLES
     command: str = "seq2seq-compare"  # what wrote the report, for its header
@@ -375,11 +394,12 @@ def write_report(sweep_dirs: list[Path], settings: ReportSettings) -> Path | Non
     files_dir = out_dir if settings.files_dir is None else Path(settings.files_dir)
     for folder in (out_dir, files_dir):
         check_output_place(folder)  # one line before the statistics, not a traceback after
-    roles = {
-        name: assess(configurations, list(settings.baselines), settings.resamples,
-                     settings.twin_marker)
-        for name, configurations in sweeps.items()
-    }  # fmt: skip
+    markers = [m for m in (settings.twin_marker, settings.layer_marker) if m]
+    roles = {}
+    for name, configurations in sweeps.items():
+        marker = sweep_marker(configurations, markers)
+        found = assess(configurations, list(settings.baselines), settings.resamples, marker)
+        roles[name] = found | {"marker": marker}
     if settings.aer:
         scored: dict[Path, Any] = {}
         for configurations in sweeps.values():
@@ -396,6 +416,14 @@ def write_report(sweep_dirs: list[Path], settings: ReportSettings) -> Path | Non
     except OSError as error:  # a disk filled or a folder made read-only meanwhile
         raise place_error(error, out_dir) from error
     return path
+
+
+def sweep_marker(configurations: list[Configuration], markers: list[str]) -> str | None:
+    """The first of `markers` (overrides such as `alignment=guided`) that a configuration
+    of the sweep was run with: its configurations are tested against their twins without
+    it; None when none was."""
+    overrides = set().union(*(configuration.overrides() for configuration in configurations))
+    return next((marker for marker in markers if marker in overrides), None)
 
 
 def sweep_images(sweep_dirs: list[Path], out_dir: Path, device: str) -> dict[str, Path]:
@@ -430,7 +458,8 @@ class Report:
             baseline, twins = self.roles[sweep]["baseline"], self.roles[sweep].get("twins", {})
             lines += ["", f"## {sweep}", "", *markdown_table(configurations, baseline, twins)]
             lines += ["", cost_line(configurations)]
-            table = significance_table(configurations, baseline, twins, settings.twin_marker)
+            marker = self.roles[sweep].get("marker")
+            table = significance_table(configurations, baseline, twins, marker)
             if table:
                 lines += ["", *table]
             if sweep in self.images:
@@ -494,7 +523,10 @@ def header_lines(command: str, made_by: str | None) -> list[str]:
         "(`seq2seq/align/gold/`), argmax links: the last layer's head mean, the layer × "
         "head chosen for the lowest AER on the valid gold pairs (named `layer L head H`, "
         "both from 0) "
-        "and, for a guided model, the guided head; `—` for models without attention; p vs "
-        "base: the paired bootstrap of test BLEU against the sweep's baseline (or a guided "
-        f"model's unguided twin), the largest p over the seeds ({MARK}: significant, below).",
+        "and, for a guided model, the guided head; `—` for models without attention; test "
+        "AER (alignment layer), in a sweep with such models: the heads' mean of the separate "
+        "alignment layer (`alignment=layer`, guided or unsupervised), `—` for a model "
+        "without one; p vs base: the paired bootstrap of test BLEU against the sweep's "
+        "baseline (or a guided model's unguided twin, a layer model's twin without the "
+        f"layer), the largest p over the seeds ({MARK}: significant, below).",
     ]

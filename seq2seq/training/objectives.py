@@ -25,6 +25,10 @@ Each objective has `loss(model, batch) -> LossParts`: a teacher-forced forward p
 
       L = L_translation + λ·L_align
 
+* `AlignmentLayerLoss` (`alignment=layer`): one of the first two, plus λ·L_align of the
+  separate alignment layer against the batch's links or the model's own attention read at
+  its lag (`seq2seq.training.alignment_layer_loss`)
+
 `objective_for` picks one for a model and the run's settings. With `trainer.compile` the
 forward pass and loss are compiled once, with dynamic shapes (every batch has another size
 and length); REINFORCE cannot be traced and is refused at start-up
@@ -45,7 +49,8 @@ from torch import nn
 from seq2seq.data.batching import Batch
 from seq2seq.special_tokens import PAD_ID
 from seq2seq.training import reinforce
-from seq2seq.training.guided_alignment import Guidance, guided_loss
+from seq2seq.training.alignment_layer_loss import LayerTraining, teacher_labels
+from seq2seq.training.guided_alignment import Guidance, alignment_loss, guided_loss
 from seq2seq.training.label_smoothing import label_smoothed_nll, sentence_label_smoothed_nll
 from seq2seq.training.precision import Autocast
 
@@ -156,24 +161,37 @@ class Reinforce(CrossEntropy):
         return replace(parts, rewards=self.rewards, baseline=self.regions[0].baseline)
 
 
-class GuidedAlignment:
-    """A translation objective plus λ·L_align of the supervised heads (module docstring)."""
+class WithAlignmentLoss:
+    """A translation objective plus an alignment term: `_forward_loss` returns the summed
+    (loss, NLL, L_align, rows), and `needs_links` says whether the batch must carry links
+    (`option` names the setting in the error)."""
 
-    def __init__(self, translation: CrossEntropy, guidance: Guidance, compiled: bool = False):
-        self.translation, self.guidance = translation, guidance
+    needs_links, option = True, "alignment=guided"
+
+    def __init__(self, translation: CrossEntropy, compiled: bool = False):
+        self.translation = translation
         self.forward_loss = compiled_if(compiled, self._forward_loss)
 
     def loss(self, model: nn.Module, batch: Batch) -> LossParts:
-        if batch.align is None:
-            raise ValueError(
-                "alignment=guided: the batch carries no links (see seq2seq.data.links)"
-            )
+        if self.needs_links and batch.align is None:
+            raise ValueError(f"{self.option}: the batch carries no links (see seq2seq.data.links)")
         with self.translation.recording(model):
             loss, nll, align, rows = self.forward_loss(
                 model, batch.src, batch.src_mask, batch.tgt_in, batch.tgt_out, batch.align
             )
         parts = LossParts(loss, nll, align=align.detach(), align_rows=rows)
         return self.translation.with_rewards(parts)
+
+    def _forward_loss(self, model, src, src_mask, tgt_in, tgt_out, align):
+        raise NotImplementedError
+
+
+class GuidedAlignment(WithAlignmentLoss):
+    """A translation objective plus λ·L_align of the supervised heads (module docstring)."""
+
+    def __init__(self, translation: CrossEntropy, guidance: Guidance, compiled: bool = False):
+        self.guidance = guidance
+        super().__init__(translation, compiled)
 
     def _forward_loss(
         self,
@@ -198,7 +216,45 @@ class GuidedAlignment:
         return loss + guidance.weight * align_sum, nll, align_sum, rows
 
 
-Objective = CrossEntropy | GuidedAlignment
+class AlignmentLayerLoss(WithAlignmentLoss):
+    """A translation objective plus λ·L_align of the separate alignment layer
+    (`seq2seq.training.alignment_layer_loss`): against the batch's links (guided) or the
+    model's own attention read at its lag (unsupervised)."""
+
+    option = "alignment=layer (guided)"
+
+    def __init__(self, translation: CrossEntropy, training: LayerTraining, compiled: bool = False):
+        self.training, self.needs_links = training, training.guided
+        super().__init__(translation, compiled)
+
+    def _forward_loss(
+        self,
+        model: nn.Module,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_in: torch.Tensor,
+        tgt_out: torch.Tensor,
+        align: torch.Tensor | None,  # (batch, tgt_len, src_len) p* of guided training
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(translation loss + λ·L_align, NLL, L_align, labelled rows), summed."""
+        training = self.training
+        with self.translation.autocast():
+            logits, attention, aligned = model(
+                src, src_mask, tgt_in, need_weights=not training.guided, alignment_layer=True
+            )  # aligned: (batch, layer heads, tgt_len, src_len)
+        loss, nll = self.translation.translation_loss(logits, tgt_out)
+        if training.guided:
+            target = align
+        else:
+            if attention is None:
+                raise ValueError("alignment=layer (unsupervised) learns from the translation "
+                                 "attention's weights, and the decoder returned none")  # fmt: skip
+            target = teacher_labels(attention, src_mask, tgt_out, training)
+        align_sum, rows = alignment_loss(aligned.float().mean(dim=1), target, training.loss)
+        return loss + training.weight * align_sum, nll, align_sum, rows
+
+
+Objective = CrossEntropy | GuidedAlignment | AlignmentLayerLoss
 
 
 def objective_for(
@@ -207,15 +263,22 @@ def objective_for(
     autocast: Autocast,
     guidance: Guidance | None = None,
     compiled: bool = False,
+    layer_training: LayerTraining | None = None,
 ) -> Objective:
     """The run's objective: REINFORCE when `model` has regions that learn by it, else the
-    plain cross-entropy; inside guided alignment with `guidance`."""
+    plain cross-entropy; inside guided alignment with `guidance`, with the alignment
+    layer's loss with `layer_training`."""
     regions = reinforce.reinforce_regions(model)
+    plain_compiled = compiled and guidance is None and layer_training is None
     translation = (
         Reinforce(smoothing, autocast, regions, compiled)
         if regions
-        else CrossEntropy(smoothing, autocast, compiled and guidance is None)
+        else CrossEntropy(smoothing, autocast, plain_compiled)
     )
+    if guidance is not None and layer_training is not None:
+        raise ValueError("alignment=guided and alignment=layer are two choices of one option")
+    if layer_training is not None:
+        return AlignmentLayerLoss(translation, layer_training, compiled)
     return translation if guidance is None else GuidedAlignment(translation, guidance, compiled)
 
 

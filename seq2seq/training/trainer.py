@@ -205,8 +205,12 @@ class Trainer:
         """Clip the gradients and step, unless the update's loss or gradient norm is not
         finite; returns (applied, gradient norm). One host sync, for the finiteness check."""
         clip = self.settings.grad_clip if self.settings.grad_clip > 0 else math.inf
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+        grad_norm, *others = [  # the translation model's norm, then an alignment layer's
+            torch.nn.utils.clip_grad_norm_(group, clip) for group in parameter_groups(self.model)
+        ]
         finite = torch.isfinite(grad_norm)
+        for other in others:
+            finite = finite & torch.isfinite(other)
         if loss is not None:
             finite = finite & torch.isfinite(loss)
         if self.ranks.any(not bool(finite), self.device):
@@ -442,3 +446,10 @@ def _evenly_spaced(split: Any, limit: int | None) -> Any:
         return split
     keep = sorted({round(i * (len(split) - 1) / max(limit - 1, 1)) for i in range(limit)})
     return split.select(keep)
+
+
+def parameter_groups(model: torch.nn.Module) -> list[list[torch.nn.Parameter]]:
+    """The groups of parameters clipped each on its own: the model's `parameter_groups`
+    (`Seq2Seq`: the translation model, then an alignment layer), else all of them."""
+    groups = getattr(model, "parameter_groups", None)
+    return groups() if callable(groups) else [list(model.parameters())]

@@ -11,6 +11,11 @@ After each validation the trainer calls `hook(context)` with a
   how that alignment formed. With several heads that image is the head mean, one panel
   large enough to read in TensorBoard's image card, and `alignment_heads/<NN>_...` holds
   every head beside their mean;
+* for a model with a separate alignment layer (`alignment=layer`,
+  `seq2seq.models.alignment_layer`), also logs the layer's weights on the same greedy
+  translation (teacher-forced on the model's own output, so its rows are the image's) as
+  `alignment_layer/<NN>_...`: its heads' mean, one panel, titled `alignment layer`.
+  Models without one get no such tag;
 * logs `valid/alignment_accuracy` (`seq2seq.visualise.alignment`), teacher-forced on the
   probes' references (corpus) or on the valid split (toy). The valid sentences shown for a
   pair without probes have no gold links, so they get images only.
@@ -38,10 +43,17 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from seq2seq import registry
 from seq2seq.align.aer_hook import AerHook, has_attention
 from seq2seq.align.defaults import HeadMark, chosen_mark, guided_mark
-from seq2seq.align.teacher_forced import teacher_forced_attention
+from seq2seq.align.teacher_forced import (
+    LAYER,
+    has_alignment_layer,
+    teacher_forced_attention,
+    teacher_forced_weights,
+)
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.settings import DataConfig, source_name
 from seq2seq.data.sources import data_source
@@ -163,11 +175,29 @@ class AlignmentHook:
         nbest = translate_ids(
             context.model, sources, SearchSettings(beam_size=1), context.device, need_weights=True
         )
-        for sentence, (hypothesis, *_) in zip(self.shown, nbest, strict=True):
+        hypotheses = [hypothesis for hypothesis, *_ in nbest]
+        layer = self.layer_weights(context, hypotheses)
+        for index, (sentence, hypothesis) in enumerate(zip(self.shown, hypotheses, strict=True)):
             if hypothesis.attention is None:
                 return
-            for tag, figure in self.draw(sentence, hypothesis, context.step):
+            images = self.draw(sentence, hypothesis, context.step)
+            if layer is not None:
+                figure = self.draw_layer(sentence, hypothesis, layer[index], context.step)
+                images.append((layer_tag(sentence.tag), figure))
+            for tag, figure in images:
                 context.logger.image(tag, heatmap().figure_to_rgb(figure), context.step)
+
+    def layer_weights(
+        self, context: ValidationContext, hypotheses: list[Hypothesis]
+    ) -> list[torch.Tensor] | None:
+        """The alignment layer's weights on each shown sentence and its greedy translation,
+        teacher-forced on that translation: (1, heads, len(tokens) + 1, len(source) + 1) per
+        sentence, the rows and columns of the cross-attention image; None without a layer."""
+        if not has_alignment_layer(context.model):
+            return None
+        examples = [(sentence.source_ids, list(hypothesis.tokens))
+                    for sentence, hypothesis in zip(self.shown, hypotheses, strict=True)]  # fmt: skip
+        return teacher_forced_weights(context.model, examples, context.device, source=LAYER)
 
     def draw(
         self, sentence: ShownSentence, hypothesis: Hypothesis, step: int
@@ -176,12 +206,8 @@ class AlignmentHook:
         head mean with several heads); then, with several heads or a marked head in another
         layer, every head of the last layer and of the marked layers. A marked panel says
         so in its title (`seq2seq.visualise.heatmap.draw_alignment`)."""
-        tokenizer = self.tgt_tokenizer
-        draw_alignment, translation_title = heatmap().draw_alignment, heatmap().translation_title
-        title = translation_title(
-            sentence.text, tokenizer.decode(hypothesis.tokens), self.run_config, step
-        )
-        target_pieces = [tokenizer.id_to_piece(i) for i in hypothesis.tokens] + [EOS_PIECE]
+        draw_alignment = heatmap().draw_alignment
+        title, target_pieces = self.title_and_targets(sentence, hypothesis, step)
         attention = hypothesis.attention  # (layers, heads, tgt_len, src_len)
         layers, heads = attention.shape[:2]
         marks = heatmap().panel_marks(self.marks(layers, heads) if self.marks else [])
@@ -202,6 +228,31 @@ class AlignmentHook:
             every = draw(attention[shown], shown)
             images.append((heads_tag(sentence.tag), every))
         return images
+
+    def draw_layer(
+        self, sentence: ShownSentence, hypothesis: Hypothesis, weights: torch.Tensor, step: int
+    ) -> Figure:
+        """The alignment layer's panel of one greedy translation: `weights` (1, heads,
+        tgt_len, src_len) drawn as its heads' mean, one panel titled `alignment layer`."""
+        title, target_pieces = self.title_and_targets(sentence, hypothesis, step)
+        heads = weights.shape[1]
+        summary = weights.mean(dim=1, keepdim=True)  # (1, 1, tgt_len, src_len)
+        suffix = f" · {layer_title(self.run_config)}"
+        suffix += f" · mean of {heads} heads" if heads > 1 else ""
+        return heatmap().draw_alignment(
+            sentence.source_pieces, target_pieces, summary, title + suffix
+        )
+
+    def title_and_targets(
+        self, sentence: ShownSentence, hypothesis: Hypothesis, step: int
+    ) -> tuple[str, list[str]]:
+        """The figure title of a greedy translation (sentence, output, model, step) and
+        its target pieces, EOS included."""
+        tokenizer = self.tgt_tokenizer
+        title = heatmap().translation_title(
+            sentence.text, tokenizer.decode(hypothesis.tokens), self.run_config, step
+        )
+        return title, [tokenizer.id_to_piece(i) for i in hypothesis.tokens] + [EOS_PIECE]
 
 
 @dataclass
@@ -305,6 +356,20 @@ def shown_sentence(
     """A valid sentence to draw, its pieces read back from its ids (EOS added)."""
     pieces = [tokenizer.id_to_piece(i) for i in source_ids] + [EOS_PIECE]
     return ShownSentence(image_tag(index, text), text, list(source_ids), pieces)
+
+
+def layer_title(run_config: Mapping[str, Any]) -> str:
+    """`alignment layer (guided)`: what the layer image shows, and how the layer learned
+    (`alignment.training` of the run's config as plain data, when it has one)."""
+    training = (run_config.get("alignment") or {}).get("training")
+    training = getattr(training, "name", training)
+    return "alignment layer" + (f" ({training})" if training else "")
+
+
+def layer_tag(tag: str) -> str:
+    """`alignment/00_我爱中国` → `alignment_layer/00_我爱中国`: that probe through the
+    alignment layer."""
+    return tag.replace("alignment/", "alignment_layer/", 1)
 
 
 def heads_tag(tag: str) -> str:

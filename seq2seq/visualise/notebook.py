@@ -13,9 +13,12 @@ Everything here works on one `Translation` made with its weights recorded
 * `side_by_side_html`: several such pages, each under its title, in a row that wraps
   (two attention mechanisms on the same sentence, say).
 * `attention_figure`: one cross-attention heatmap (`seq2seq.visualise.heatmap`, Chinese
-  drawn in the bundled CJK font) of one layer and one head or the head mean.
+  drawn in the bundled CJK font) of one layer and one head or the head mean, or with
+  `source="layer"` one of the alignment layer (a model trained with `alignment=layer`),
+  which is what it draws by default for a model with one, as the viewer opens on it.
 * `bertviz_inputs`: the keyword arguments of bertviz's `head_view` in its
-  encoder-decoder form (bertviz is not a dependency; nothing here imports it).
+  encoder-decoder form (bertviz is not a dependency; nothing here imports it). bertviz
+  has no place for the alignment layer: it is left out.
 
 Layers and heads are counted from 0, as on the viewer page, in `seq2seq-align --layer L
 --head H` and everywhere a person reads them.
@@ -30,12 +33,13 @@ from typing import Any
 import torch
 from matplotlib.figure import Figure
 
-from seq2seq.align.defaults import head_marks
+from seq2seq.align.defaults import default_settings, head_marks
+from seq2seq.align.teacher_forced import ATTENTION, LAYER, SOURCES, has_alignment_layer
 from seq2seq.search.translator import Translation, Translator
 from seq2seq.visualise.heatmap import draw_alignment, panel_marks, translation_title
 from seq2seq.visualise.viewer import (
-    ViewerError,
-    alignment_data,
+    layer_view,
+    opening,
     sentence_views,
     viewer_data,
     viewer_html,
@@ -130,26 +134,36 @@ def side_by_side_html(entries: Sequence[tuple[str, Translator, Translation]]) ->
 # ---------------------------------------------------------------- a matplotlib figure
 
 
-def opening_head(translator: Translator, layers: int) -> tuple[int, int | None]:
-    """The layer and head (None: the head mean) the viewer opens on: those alignments are
-    read from by default (guided, else chosen on the valid gold), else layer 0's mean."""
-    start = alignment_data(translator, layers)["start"]
+def opening_head(
+    translator: Translator, layers: int, source: str = ATTENTION
+) -> tuple[int, int | None]:
+    """The layer and head (None: the head mean) the viewer opens on in the cross-attention
+    (`source` ATTENTION: the head alignments are read from by default, guided, else chosen
+    on the valid gold, else layer 0's mean) or in the alignment layer (LAYER: its head
+    mean, in its one layer 0). ValueError for a guided head the model lacks."""
+    found = default_settings(translator, use_layer=source == LAYER)  # an AlignmentError is one
+    start = opening(found, layers)
     return start["layer"], None if start["head"] == "mean" else start["head"]
 
 
 def chosen_head(
-    attention: torch.Tensor, layer: int | None, head: int | None, default: tuple[int, int | None]
+    attention: torch.Tensor,
+    layer: int | None,
+    head: int | None,
+    default: tuple[int, int | None],
+    kind: str = "attention",
 ) -> tuple[int, int | None]:
     """The layer (from 0; negative counts from the end, as `seq2seq-align --layer -1`) and
-    head (None: the mean) to draw. Neither given: `default`; only the head: the default
-    layer; only the layer: its head mean. ValueError naming the one out of range."""
+    head (None: the mean) to draw of `attention` (layers, heads, ...), whose layers are
+    named `kind` in messages. Neither given: `default`; only the head: the default layer;
+    only the layer: its head mean. ValueError naming the one out of range."""
     layers, heads = attention.shape[:2]
     if layer is None and head is None:
         return default
     layer = default[0] if layer is None else layer
     if not -layers <= layer < layers:
         raise ValueError(
-            f"layer {layer}: the model has {layers} attention layer(s), "
+            f"layer {layer}: the model has {layers} {kind} layer(s), "
             f"0..{layers - 1} (or -{layers}..-1 from the end)"
         )
     if head is not None and not 0 <= head < heads:
@@ -157,26 +171,53 @@ def chosen_head(
     return layer % layers, head
 
 
+def figure_source(translator: Translator, source: str | None, layer: int | None) -> str:
+    """What `attention_figure` draws: `source` when given (ATTENTION, the cross-attention,
+    or LAYER, the alignment layer), else the alignment layer of a model with one when no
+    `layer` is named (the viewer opens on it), else the cross-attention."""
+    if source is None:
+        return LAYER if layer is None and has_alignment_layer(translator.model) else ATTENTION
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+    return source
+
+
+def figure_weights(translator: Translator, translation: Translation, source: str) -> torch.Tensor:
+    """The best output's weights to draw, (layers, heads, target pieces, source pieces):
+    the cross-attention (`checked_weights`) or the alignment layer's (one layer, its heads;
+    `seq2seq.visualise.viewer.layer_view`). ValueError saying why there are none."""
+    if source == ATTENTION:
+        return checked_weights(translator, translation)
+    if not translation.hypotheses:
+        raise ValueError("nothing to show: the input line is empty")
+    return layer_view(translator, translation).weights  # an AlignmentError without a layer
+
+
 def attention_figure(
     translator: Translator,
     translation: Translation,
     layer: int | None = None,
     head: int | None = None,
+    source: str | None = None,
 ) -> Figure:
-    """The cross-attention heatmap of the best output: one layer and one head (None: the
-    mean over the heads), counted from 0 (`chosen_head`); by default the head the viewer
-    opens on. A `matplotlib.figure.Figure` on the Agg canvas (no pyplot state), Chinese in
-    the bundled font. ValueError when there is nothing to draw or the layer or head is
-    out of range."""
-    attention = checked_weights(translator, translation)  # (layers, heads, tgt, src)
-    try:
-        default = opening_head(translator, attention.shape[0])
-    except ViewerError as error:
-        raise ValueError(str(error)) from error
-    layer, head = chosen_head(attention, layer, head, default)
-    chosen = attention[layer].mean(dim=0) if head is None else attention[layer, head]
-    mark = panel_marks(head_marks(translator)).get((layer, head))
-    which = f"cross-attention · layer {layer} · head {'mean' if head is None else head}"
+    """The heatmap of the best output's cross-attention (`source="attention"`) or
+    alignment layer (`source="layer"`; default: the layer of a model with one, unless a
+    `layer` is named, `figure_source`): one layer and one head (None: the mean over the
+    heads), counted from 0 (`chosen_head`); by default the head the viewer opens on. A
+    `matplotlib.figure.Figure` on the Agg canvas (no pyplot state), Chinese in the bundled
+    font. ValueError when there is nothing to draw or the layer or head is out of range."""
+    source = figure_source(translator, source, layer)
+    weights = figure_weights(translator, translation, source)  # (layers, heads, tgt, src)
+    default = opening_head(translator, weights.shape[0], source)
+    kind = "alignment" if source == LAYER else "attention"
+    layer, head = chosen_head(weights, layer, head, default, kind)
+    chosen = weights[layer].mean(dim=0) if head is None else weights[layer, head]
+    head_text = f"head {'mean' if head is None else head}"
+    if source == LAYER:
+        mark, which = "word links", f"alignment layer · {head_text}"
+    else:
+        mark = panel_marks(head_marks(translator)).get((layer, head))
+        which = f"cross-attention · layer {layer} · {head_text}"
     title = translation_title(translation.source, translation.text, translator.run_config)
     return draw_alignment(
         translation.source_pieces,
@@ -215,6 +256,8 @@ def bertviz_inputs(translator: Translator, translation: Translation) -> dict[str
     kinds = {"cross": "cross_attention", "encoder": "encoder_attention", "decoder": "decoder_attention"}  # fmt: skip
     inputs: dict[str, Any] = {}
     for view in sentence_views(translator, translation):
+        if view.name not in kinds:  # the alignment layer: no place in bertviz
+            continue
         layers = view.weights.detach().float().cpu()  # (layers, heads, rows, columns)
         inputs[kinds[view.name]] = tuple(layer.unsqueeze(0) for layer in layers)
     common = min(len(inputs[name]) for name in kinds.values() if name in inputs)

@@ -8,11 +8,18 @@ For every translated sentence the page holds every layer and head of
 * encoder self-attention (Transformer encoders): row i is how much source piece i looks
   at each source piece;
 * decoder self-attention (Transformer decoders): row t is the position that outputs piece t;
-  it reads the decoder's inputs `<s>`, y₁ … y_{t-1} (causal: nothing after its own input).
+  it reads the decoder's inputs `<s>`, y₁ … y_{t-1} (causal: nothing after its own input);
+* the alignment layer (a model trained with `alignment=layer`,
+  `seq2seq.models.alignment_layer`): one layer of its own heads, laid out as the
+  cross-attention (row t: output piece t, columns: the source pieces, EOS included; the
+  EOS row is empty). It learns word links and predicts nothing
+  (`seq2seq.align.extract.hypothesis_layer_weights`: the layer fed the source and the
+  model's own output).
 
 The self-attention weights come from one teacher-forced pass over the source and the
 model's own output (`recording_weights`), which is the computation the search made step by
-step. RNN and CNN models have cross-attention only (an RNN's is one "layer").
+step. RNN and CNN models have cross-attention only (an RNN's is one "layer"),
+and the alignment layer where they have one.
 
 The page needs no network: style and script are inline, the weights (rounded to 4
 decimals) are one JSON blob in a `<script type="application/json">` element with `<`, `>`
@@ -29,7 +36,11 @@ the training log, the service's JSON, `seq2seq-align --layer L --head H` and the
 The cross-attention buttons mark the head training chose on the valid gold and a guided
 model's guided head (`seq2seq.align.defaults.head_marks`; the mark is drawn by CSS, so a
 button's text stays its number), and the page opens on the head alignments are read from
-by default (`default_settings`); with neither, it opens on layer 0's head mean.
+by default (`default_settings`); with neither, it opens on layer 0's head mean. A model
+with an alignment layer reads its word links from the layer: the page opens on the
+layer's head mean, marks its button and says in words that the links come from it
+(`alignment.start.view` names the view; without the key the page opens on the first view,
+the cross-attention).
 """
 
 from __future__ import annotations
@@ -38,14 +49,15 @@ import html
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from seq2seq.align.defaults import DEFAULT, default_settings, head_marks
-from seq2seq.align.extract import AlignmentError
+from seq2seq.align.defaults import DEFAULT, DefaultSettings, default_settings, head_marks
+from seq2seq.align.extract import AlignmentError, hypothesis_layer_weights
+from seq2seq.align.teacher_forced import LAYER, has_alignment_layer
 from seq2seq.data.batching import collate
 from seq2seq.models.attention import recording_weights
 from seq2seq.models.decoders import TransformerDecoder
@@ -55,6 +67,7 @@ from seq2seq.special_tokens import BOS_PIECE
 from seq2seq.visualise.heatmap import run_title
 
 DECIMALS = 4  # weights in the page are rounded to this many decimals
+CROSS_VIEW, LAYER_VIEW = "cross", "layer"  # the cross-attention's and the alignment layer's view
 JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}  # fmt: skip
 
 
@@ -66,7 +79,7 @@ class ViewerError(ValueError):
 class AttentionView:
     """One kind of attention of one sentence: rows (queries) attend over columns (keys)."""
 
-    name: str  # "cross", "encoder" or "decoder"
+    name: str  # "cross", "layer" (the alignment layer), "encoder" or "decoder"
     title: str
     rows: list[str]  # query pieces
     columns: list[str]  # key pieces
@@ -108,14 +121,33 @@ def source_ids_of(translator: Translator, translation: Translation) -> list[int]
     return translator.src_tokenizer.encode(translation.source)[: translator.max_source_len]
 
 
+def best_only(translation: Translation) -> Translation:
+    """The translation with its best hypothesis alone."""
+    return replace(translation, hypotheses=translation.hypotheses[:1],
+                   texts=translation.texts[:1], target_pieces=translation.target_pieces[:1])  # fmt: skip
+
+
+def layer_view(translator: Translator, translation: Translation) -> AttentionView:
+    """The alignment layer's weights over the best output (`hypothesis_layer_weights`):
+    (1, heads, tgt_len, src_len), rows and columns as the cross-attention's."""
+    [weights] = hypothesis_layer_weights(translator, best_only(translation))
+    note = ("row: an output piece; its weights over the source pieces sum to 1 (the EOS row "
+            "is empty); the layer learns word links and predicts nothing")  # fmt: skip
+    return AttentionView(LAYER_VIEW, "alignment layer", translation.target_pieces[0],
+                         translation.source_pieces, weights, note)  # fmt: skip
+
+
 def sentence_views(translator: Translator, translation: Translation) -> list[AttentionView]:
-    """Every kind of attention the model has for the best output of one translation."""
+    """Every kind of attention the model has for the best output of one translation:
+    cross-attention, the alignment layer, encoder and decoder self-attention (those it has)."""
     best = translation.hypotheses[0]
     source, target = translation.source_pieces, translation.target_pieces[0]
     views = []
     if best.attention is not None:  # (layers, heads, tgt_len, src_len)
         note = "row: an output piece; its weights over the source pieces sum to 1"
-        views.append(AttentionView("cross", "cross-attention", target, source, best.attention, note))  # fmt: skip
+        views.append(AttentionView(CROSS_VIEW, "cross-attention", target, source, best.attention, note))  # fmt: skip
+    if has_alignment_layer(translator.model):  # (1, heads, tgt_len, src_len)
+        views.append(layer_view(translator, translation))
     encoder, decoder = self_attention_weights(
         translator.model, source_ids_of(translator, translation), best.tokens, translator.device
     )
@@ -176,7 +208,9 @@ def viewer_data(
     if not sentences:
         raise ViewerError("nothing to show: every input line is empty")
     data = translator.run_config["data"]
-    layers = len(sentences[0]["views"][0]["layers"])  # of the cross-attention, shown first
+    views = sentences[0]["views"]
+    cross = next((view for view in views if view["name"] == CROSS_VIEW), views[0])
+    layers = len(cross["layers"])
     return {"title": title, "pair": f"{data['src_lang']}→{data['tgt_lang']}",
             "model": run_title(translator.run_config), "sentences": sentences,
             "alignment": alignment_data(translator, layers)}  # fmt: skip
@@ -189,14 +223,24 @@ def alignment_data(translator: Translator, layers: int) -> dict[str, Any]:
         found, marks = default_settings(translator), head_marks(translator)
     except AlignmentError as error:
         raise ViewerError(str(error)) from error
-    start: dict[str, Any] = {"layer": 0, "head": "mean"}
-    if found.source != DEFAULT:
-        head = found.settings.head
-        start = {"layer": found.settings.layer % layers, "head": "mean" if head is None else head}
     return {"description": found.description, "source": found.source,
-            "reason": found.reason, "start": start,
+            "reason": found.reason, "start": opening(found, layers),
             "marks": [{"layer": mark.layer, "head": mark.head, "label": mark.label,
                        "reason": mark.reason} for mark in marks]}  # fmt: skip
+
+
+def opening(found: DefaultSettings, layers: int) -> dict[str, Any]:
+    """Where the page opens for the default settings `found` of a model whose
+    cross-attention has `layers` layers: `{"layer": L, "head": H or "mean"}` of the
+    cross-attention, or with source LAYER `{"view": "layer", "layer": 0, "head": ...}`, the
+    alignment layer (its one layer: the settings' layer 0 is the layer's, not the
+    cross-attention's layer 0). The default source opens on layer 0's head mean."""
+    head = "mean" if found.settings.head is None else found.settings.head
+    if found.source == LAYER:
+        return {"view": LAYER_VIEW, "layer": 0, "head": head}
+    if found.source == DEFAULT:
+        return {"layer": 0, "head": "mean"}
+    return {"layer": found.settings.layer % layers, "head": head}
 
 
 # ---------------------------------------------------------------- the page
@@ -224,6 +268,8 @@ def opening_line(data: dict[str, Any]) -> str:
     """Where the page of `data` opens and which head it marks, in words (for a message),
     layer and head counted from 0 as the page counts them."""
     alignment = data["alignment"]
+    if alignment["source"] == LAYER:
+        return f"it opens on {alignment['description']}, which word links are read from"
     if alignment["source"] == DEFAULT:
         return "it marks no head (the checkpoint stores no choice) and opens on layer 0, head mean"
     start = alignment["start"]
@@ -313,8 +359,26 @@ PAGE_SCRIPT = r"""
 "use strict";
 const data = JSON.parse(document.getElementById("attention-data").textContent);
 const alignment = data.alignment || { marks: [], start: { layer: 0, head: "mean" } };
-const state = { sentence: 0, view: 0, layer: alignment.start.layer, head: alignment.start.head };
+const state = { sentence: 0, view: startView(), layer: alignment.start.layer, head: alignment.start.head };
 const byId = (id) => document.getElementById(id);
+
+// The view the page opens on: the one alignment.start names (the alignment layer of a
+// model that reads its word links from it), else the first (the cross-attention).
+function startView() {
+  if (alignment.start.view === undefined || data.sentences.length === 0) return 0;
+  return Math.max(data.sentences[0].views.findIndex((view) => view.name === alignment.start.view), 0);
+}
+
+// The view word links are read from, marked on its button; none when alignment.start
+// names no view (the marks of the cross-attention's heads say it).
+function linksMarks(views) {
+  const mark = { label: "links", reason: "word links are read from " + alignment.description };
+  return views.map((view) => (view.name === alignment.start.view ? [mark] : []));
+}
+
+function linksLine() {
+  return alignment.start.view === undefined ? [] : ["Word links are read from " + alignment.description + "."];
+}
 
 function element(tag, className, text) {
   const node = document.createElement(tag);
@@ -382,7 +446,7 @@ function renderControls() {
   byId("sentence-choice").hidden = data.sentences.length < 2;
   const { sentence, view } = current();
   buttons(byId("views"), sentence.views.map((v) => v.title), state.view,
-          (index) => { state.view = index; clampState(); });
+          (index) => { state.view = index; clampState(); }, linksMarks(sentence.views));
   const marks = viewMarks(view);
   const layers = view.layers.map((_, index) => index);  // numbered from 0
   buttons(byId("layers"), layers.map(String), state.layer,
@@ -417,12 +481,12 @@ function renderTexts() {
   }
   byId("note").textContent = view.title + ", " + layerName(state.layer) + ", " + headName(state.head) +
     ". " + view.note + ".";
-  byId("marks").textContent = viewMarks(view).map((mark) => "Marked " + mark.label + ": " +
-    layerName(mark.layer) + ", " + headName(mark.head) + " (" + mark.reason + ").").join(" ");
+  byId("marks").textContent = linksLine().concat(viewMarks(view).map((mark) => "Marked " + mark.label +
+    ": " + layerName(mark.layer) + ", " + headName(mark.head) + " (" + mark.reason + ").")).join(" ");
 }
 
 function sides(view) {
-  if (view.name === "cross") return { columns: "source pieces", rows: "output pieces" };
+  if (view.name === "cross" || view.name === "layer") return { columns: "source pieces", rows: "output pieces" };
   if (view.name === "encoder") return { columns: "source (keys)", rows: "source (queries)" };
   return { columns: "decoder inputs", rows: "output pieces" };
 }

@@ -1,8 +1,10 @@
-"""The cost of guided alignment: time per update with and without it, same batches, same run.
+"""The cost of guided alignment and of the alignment layer: time per update with and
+without them, same batches, same run.
 
 For each preset, one trainer per variant (assembled as `seq2seq-train` assembles it:
-`seq2seq.runs.assemble.assemble_trainer`): without guidance, with `alignment=guided`, and
-for a Transformer decoder also with `alignment.full_context=true`. The links are those a
+`seq2seq.runs.assemble.assemble_trainer`): without guidance, with `alignment=guided`, for
+a Transformer decoder also with `alignment.full_context=true`, and with the separate
+alignment layer (`alignment=layer`), guided and unsupervised. The links are those a
 guided run uses (eflomal's, or `data.alignments`), made once and cached. The variants take
 the same batches of epoch 0, after `warmup` updates each, one update of every variant in
 turn, the first of the turn rotating (so a slow spell of the machine hits them all, and no
@@ -28,7 +30,10 @@ VARIANTS = {
     "unguided": [],
     "guided": ["alignment=guided"],
     "guided, full context": ["alignment=guided", "alignment.full_context=true"],
+    "layer, guided": ["alignment=layer"],
+    "layer, unsupervised": ["alignment=layer", "alignment.training=unsupervised"],
 }
+FULL_CONTEXT = ("alignment.full_context=true", "alignment.query=full_context")
 
 
 def timed_update(trainer: Trainer, indices: list[int]) -> float:
@@ -50,7 +55,8 @@ def variant_trainers(
     for name, overrides in VARIANTS.items():
         cfg = preset_config(preset, threads, device, extra=overrides + extra)
         decoder = registry.of_node("decoder", cfg.decoder).builder
-        if "alignment.full_context=true" in overrides and not hasattr(decoder, "full_context"):
+        full_context = any(setting in overrides for setting in FULL_CONTEXT)
+        if full_context and not hasattr(decoder, "full_context"):
             continue
         trainers[name] = assemble_trainer(cfg, folder / preset / name, observe=False)
     return trainers

@@ -49,6 +49,8 @@ from tools.site.includes import REPO_ROOT
 IMAGES = Path("docs") / "images"
 RECORD_NAME = "pictures.json"
 MAKE_TRAIN = ("outputs/zh_en/checkpoints/best.pt", "outputs/default_cpu/*/checkpoints/best.pt")
+MAKE_TRAIN_LAYER = ("outputs/zh_en_layer/checkpoints/best.pt",
+                    "outputs/layer_guided_emb/*/checkpoints/best.pt")  # fmt: skip
 COMPARE_GUIDED = (
     "multirun/compare_guided/guided/*_+experiment=compare_transformer,{}"
     "attention=scaled_dot,trainer.seed=1234/checkpoints/best.pt"
@@ -94,6 +96,13 @@ PICTURES = (
         "the attention viewer of make train's model on 我爱中国。: cross-attention, the layer "
         "and head it opens on (the chosen ones), ▁love hovered",
         sentence="我爱中国。", hover="▁love",
+    ),
+    Picture(
+        "alignment_layer_viewer.png", "viewer", MAKE_TRAIN_LAYER,
+        'make train ARGS="alignment=layer hydra.run.dir=outputs/zh_en_layer"',
+        "the attention viewer of make train's model with a guided alignment layer on "
+        "我爱中国。: it opens on the alignment layer, cross-attention one click away, ▁love "
+        "hovered", sentence="我爱中国。", hover="▁love",
     ),
     Picture(
         "first_alignment.png", "plot", ("outputs/first_alignment/checkpoints/best.pt",),

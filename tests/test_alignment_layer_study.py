@@ -1,0 +1,249 @@
+"""What the training images and the comparison show of the alignment layer (`alignment=layer`):
+TensorBoard's `alignment_layer/...` image of each shown sentence, the comparison's layer
+sweep (each family with the layer trained guided and unsupervised, tested against its twin
+without one) and the layer's test AER column."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import TINY_TOY, compose_config, toy_corpus_lines
+from helpers import compare_settings as settings
+from lexicon_model import LEXICON_TRANSFORMER
+from omegaconf import OmegaConf
+from sweep_fixtures import cells, degraded, fake_run, read_csv, report, results, sentences
+
+from seq2seq.align.model_aer import checkpoint_aer
+from seq2seq.config.build import build_model, plain
+from seq2seq.config.search_settings import SearchSettings
+from seq2seq.data.fetch import MIRROR_ENV
+from seq2seq.data.prepare import prepare
+from seq2seq.metrics import corpus_scores
+from seq2seq.runs.assemble import train_and_test
+from seq2seq.search.batched import translate_ids
+from seq2seq.special_tokens import BOS_ID, EOS_ID
+from seq2seq.study import comparison
+from seq2seq.study.comparison import run_comparison
+from seq2seq.study.launch import Sweep
+from seq2seq.study.report import ReportSettings, write_report
+from seq2seq.training.hooks import ValidationContext, validation_hooks
+from seq2seq.visualise import heatmap
+from seq2seq.visualise.alignment_images import TOY_SHOWN, image_tag, layer_tag
+
+LAYER = "alignment=layer"
+BOTH_WAYS = "alignment.training=guided,unsupervised"
+
+
+# ---------------------------------------------------------------- TensorBoard images
+
+
+class ImageLog:
+    """A stand-in for the run logger that keeps the images (tag -> steps) it is given."""
+
+    enabled = True
+
+    def __init__(self):
+        self.images: dict[str, list[int]] = {}
+
+    def image(self, tag: str, rgb, step: int) -> None:
+        assert rgb.ndim == 3 and rgb.shape[-1] == 3
+        self.images.setdefault(tag, []).append(step)
+
+    def scalars(self, values, step: int) -> None:
+        pass
+
+
+def hook_images(monkeypatch, *overrides: str):
+    """A fresh toy model (`overrides` added) through its run's alignment hook at step 4:
+    the logger, every `draw_alignment` call (pieces, weights, title), the model, the data,
+    and the hook."""
+    cfg = compose_config(TINY_TOY + list(overrides))
+    data = prepare(plain(cfg.data))
+    torch.manual_seed(0)
+    model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
+    drawn, draw = [], heatmap.draw_alignment
+
+    def recorded(source_pieces, target_pieces, weights, title, **options):
+        drawn.append((list(source_pieces), list(target_pieces), weights.clone(), title))
+        return draw(source_pieces, target_pieces, weights, title, **options)
+
+    monkeypatch.setattr(heatmap, "draw_alignment", recorded)
+    (hook,) = validation_hooks(plain(cfg), data)
+    logger = ImageLog()
+    hook(ValidationContext(model, torch.device("cpu"), logger, 4))
+    return logger, drawn, model, data, hook
+
+
+def test_a_model_with_a_layer_logs_the_layer_of_each_sentence_beside_its_attention(monkeypatch):
+    logger, drawn, model, data, hook = hook_images(monkeypatch, LAYER)
+    lines = data.valid.src_lines[:TOY_SHOWN]
+    attention_tags = [image_tag(i, line) for i, line in enumerate(lines)]
+    layer_tags = [layer_tag(tag) for tag in attention_tags]
+    assert layer_tags[0] == attention_tags[0].replace("alignment/", "alignment_layer/")
+    assert sorted(logger.images) == sorted(attention_tags + layer_tags)
+    assert all(steps == [4] for steps in logger.images.values())
+
+    layer_drawings = [entry for entry in drawn if "alignment layer" in entry[3]]
+    assert len(layer_drawings) == len(lines)
+    sources = [sentence.source_ids for sentence in hook.shown]
+    nbest = translate_ids(model, sources, SearchSettings(beam_size=1), torch.device("cpu"))
+    model.eval()
+    for sentence, (best, *_), (src_pieces, tgt_pieces, weights, title) in zip(
+        hook.shown, nbest, layer_drawings, strict=True
+    ):
+        # the layer fed the source and the greedy output, one sentence alone, by hand
+        src = torch.tensor([sentence.source_ids + [EOS_ID]])
+        tgt_in = torch.tensor([[BOS_ID, *best.tokens]])
+        with torch.no_grad():
+            by_hand = model.alignment_weights(src, src != 0, tgt_in)  # (1, heads, T, S)
+        torch.testing.assert_close(weights, by_hand.mean(dim=1, keepdim=True), atol=1e-5, rtol=0)
+        assert weights.shape == (1, 1, len(best.tokens) + 1, len(sentence.source_ids) + 1)
+        assert src_pieces == sentence.source_pieces and len(tgt_pieces) == len(best.tokens) + 1
+        assert title.endswith(" · alignment layer (guided)")
+
+
+def test_a_model_without_a_layer_logs_no_layer_image(monkeypatch):
+    logger, drawn, _, data, _ = hook_images(monkeypatch)
+    lines = data.valid.src_lines[:TOY_SHOWN]
+    assert sorted(logger.images) == sorted(image_tag(i, line) for i, line in enumerate(lines))
+    assert not any("alignment layer" in title for *_, title in drawn)
+
+
+def test_the_unsupervised_layer_says_so_in_its_title(monkeypatch):
+    _, drawn, *_ = hook_images(monkeypatch, LAYER, "alignment.training=unsupervised")
+    titles = [title for *_, title in drawn if "alignment layer" in title]
+    assert len(titles) == TOY_SHOWN
+    assert all(title.endswith(" · alignment layer (unsupervised)") for title in titles)
+
+
+# ---------------------------------------------------------------- the layer sweep
+
+
+def test_the_layer_rows_are_on_by_default_as_the_guided_rows_are():
+    found = settings()
+    assert found.guided == ["alignment=guided"] and "guided" in found.stages
+    assert found.layer == [LAYER, BOTH_WAYS] and "layer" in found.stages
+    assert found.report.layer_marker == LAYER
+
+
+def test_no_layer_overrides_no_layer_sweep(tmp_path, monkeypatch):
+    trained: list[Sweep] = []
+    monkeypatch.setattr(comparison, "run_sweep", trained.append)
+    found = settings(f"dir={tmp_path}", "stages=[layer]", "layer=[]")
+    assert run_comparison(found, "compare") is None and trained == []
+
+
+def layer_sweep(root: Path) -> Path:
+    """Two seeds of the GRU and the CNN without a layer, with one trained guided and one
+    unsupervised: the guided GRU's runs copy the references, the others make their twin's
+    mistakes."""
+    references = sentences(150, 0)
+    prepared = root / "data" / "prepared" / "tatoeba_zh_en"
+    prepared.mkdir(parents=True)
+    (prepared / "test.en").write_text("\n".join(references) + "\n", encoding="utf-8")
+    sweep, number = root / "layer", 0
+    for experiment in ("compare_gru", "compare_cnn"):
+        for training in (None, "guided", "unsupervised"):
+            for seed in (1, 2):
+                copies = training == "guided" and experiment == "compare_gru"
+                twin = degraded(references, seed + (10 if experiment == "compare_cnn" else 0))
+                hypotheses = references if copies else twin
+                extra = (f"trainer.seed={seed}", f"data.root={root / 'data'}")
+                extra += (LAYER, f"alignment.training={training}") if training else ()
+                run = sweep / f"{number}_{experiment}_{training}_{seed}"
+                bleu = corpus_scores(hypotheses, references, "en")["bleu"]
+                fake_run(run, "cosine", results(800_000, bleu), {}, experiment=experiment,
+                         extra=extra)  # fmt: skip
+                (run / "test.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+                number += 1
+    return sweep
+
+
+def test_layer_rows_are_named_by_how_the_layer_learned_and_tested_against_their_twin(tmp_path):
+    out = tmp_path / "out"
+    report([layer_sweep(tmp_path)], out, resamples=200)
+    rows = read_csv(out / "comparison.csv")
+    models = list(dict.fromkeys(row["model"] for row in rows))
+    assert len(models) == 6
+    for family in (models[:3], models[3:]):
+        twin, guided, unsupervised = family
+        assert guided == f"{twin} · alignment=layer (guided)"
+        assert unsupervised == f"{twin} · alignment=layer (unsupervised)"
+        tested = [row for row in rows if row["model"] in (guided, unsupervised)]
+        assert len(tested) == 4 and all(row["baseline"] == twin for row in tested)
+        assert all(row["baseline"] == "" for row in rows if row["model"] == twin)
+    copies = [row for row in rows if float(row["test_bleu"]) > 99]
+    assert len(copies) == 2 and all(row["model"] == models[1] for row in copies)
+    assert all(row["significant_vs_baseline"] == "True" for row in copies)
+    repeats = [row for row in rows if row["baseline"] and row not in copies]
+    assert len(repeats) == 6 and all(float(row["p_vs_baseline"]) == 1.0 for row in repeats)
+    assert all(row["test_aer_layer"] == "" for row in rows)  # no AER read here
+    text = (out / "COMPARISON.md").read_text(encoding="utf-8")
+    assert "against each `alignment=layer` configuration's twin" in text
+    (header, *_) = [cells(line) for line in text.splitlines() if line.startswith("| model |")]
+    assert len(header) == 17 and "test AER (alignment layer)" not in header  # no layer AER
+
+
+# ---------------------------------------------------------------- the layer's test AER
+
+
+def lexicon_run(root: Path, name: str, *overrides: str) -> Path:
+    """The tiny zh→en lexicon Transformer (`tests/lexicon_model.py`), 6 updates, trained
+    into `root/layer/<name>` as a sweep's run (its composed config and overrides in
+    `.hydra/`, written after training)."""
+    mirror = root / "mirror"
+    if not mirror.is_dir():
+        mirror.mkdir()
+        with zipfile.ZipFile(mirror / "toy-eng.zip", "w") as archive:
+            archive.writestr("toy.txt", "\n".join(toy_corpus_lines(400, seed=0)) + "\n")
+    short = ("trainer.max_steps=", "trainer.valid_every=", "trainer.log_every=")
+    chosen = [item for item in LEXICON_TRANSFORMER if not item.startswith(short)]
+    chosen += ["trainer.max_steps=6", "trainer.valid_every=6", "trainer.log_every=6",
+               f"data.root={root / 'data'}", *overrides]  # fmt: skip
+    cfg = compose_config(chosen)
+    run = root / "layer" / name
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(MIRROR_ENV, str(mirror))
+        train_and_test(cfg, run, outputs_root=root)
+    (run / ".hydra").mkdir()
+    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+    OmegaConf.save(OmegaConf.create(chosen), run / ".hydra" / "overrides.yaml")
+    return run
+
+
+@pytest.fixture(scope="module")
+def aer_sweep(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("layer_aer")
+    lexicon_run(root, "0_plain")
+    lexicon_run(root, "1_layer", LAYER, "alignment.training=unsupervised")
+    return root / "layer"
+
+
+def test_the_layer_column_holds_the_layer_s_test_aer_of_each_checkpoint(aer_sweep, tmp_path):
+    plain_run, layer_run = aer_sweep / "0_plain", aer_sweep / "1_layer"
+    found = checkpoint_aer(layer_run / "checkpoints" / "best.pt")
+    assert found is not None and found.layer_counts is not None
+    assert checkpoint_aer(plain_run / "checkpoints" / "best.pt").layer_counts is None
+    out = tmp_path / "out"
+    settings = ReportSettings(out_dir=out, image=False, aer=True, resamples=100)
+    assert write_report([aer_sweep], settings) is not None
+    without, with_layer = read_csv(out / "comparison.csv")
+    assert without["test_aer_layer"] == "" and without["test_aer"] != ""
+    assert float(with_layer["test_aer_layer"]) == pytest.approx(found.layer_counts.aer)
+    assert float(with_layer["test_aer"]) == pytest.approx(found.head_mean.aer)
+    assert with_layer["model"] == "alignment=layer (unsupervised)"  # all that differs
+    assert with_layer["p_vs_baseline"] != "" and without["p_vs_baseline"] == ""
+
+    text = (out / "COMPARISON.md").read_text(encoding="utf-8")
+    assert "against each `alignment=layer` configuration's twin" in text  # the twin test
+    lines = text.splitlines()
+    header = cells(next(line for line in lines if line.startswith("| model |")))
+    column = header.index("test AER (alignment layer)")
+    assert header[column - 1] == "test AER (guided head)"
+    table = [cells(line) for line in lines if line.startswith("| ") and len(cells(line)) == 18]
+    by_model = {row[0]: row for row in table[1:]}
+    assert by_model[without["model"]][column] == "—"
+    assert by_model[with_layer["model"]][column] == f"{found.layer_counts.aer:.3f}"
