@@ -75,6 +75,16 @@ def sentences(count: int, seed: int) -> list[str]:
     return [" ".join(rng.choices(WORDS, k=rng.randint(5, 12))) + "." for _ in range(count)]
 
 
+def scored_run(
+    run_dir: Path, experiment: str, hypotheses: list[str], references: list[str], extra: tuple
+) -> None:
+    """A finished fake run of `experiment` (cosine attention) whose test output is
+    `hypotheses`, its BLEU against `references` in its results."""
+    bleu = corpus_scores(hypotheses, references, "en")["bleu"]
+    fake_run(run_dir, "cosine", results(800_000, bleu), {}, experiment=experiment, extra=extra)
+    (run_dir / "test.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+
+
 def degraded(references: list[str], seed: int) -> list[str]:
     """Each reference with a third of its words replaced: a worse system."""
     rng = random.Random(seed)

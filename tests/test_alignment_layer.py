@@ -13,6 +13,7 @@ import sys
 import pytest
 import torch
 from helpers import TINY_TOY, compose_config
+from hydra.errors import ConfigCompositionException
 
 from seq2seq.align.defaults import LAYER, default_settings
 from seq2seq.align.extract import (
@@ -22,7 +23,7 @@ from seq2seq.align.extract import (
     links_from_attention,
     translation_links,
 )
-from seq2seq.align.teacher_forced import read_later, teacher_forced_weights
+from seq2seq.align.teacher_forced import teacher_forced_weights
 from seq2seq.config.build import ConfigError, build_model, plain
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.config.value_checks import check_settings
@@ -294,13 +295,18 @@ def test_the_unsupervised_layer_learns_the_anti_diagonal_from_a_shifted_attentio
         (["alignment.query=full_context"], "alignment.query=full_context needs a decoder"),
         (["alignment.layer_heads=3", *SMALL_TRANSFORMER], "alignment.layer_heads=3 must divide"),
         (["alignment.training=unsupervised", "attention=none"], "attention=none has none"),
-        (["alignment.gradient=2"], "alignment.gradient"),
-        (["alignment.training=self"], "alignment.training"),
+        (["alignment.gradient=2"], r"alignment.gradient must be in \[0, 1\]"),
     ],
 )
 def test_settings_the_layer_cannot_use_are_refused(overrides, message):
-    with pytest.raises((ConfigError, Exception), match=message):
-        check_settings(plain(compose_config(QUICK + ["alignment=layer", *overrides])))
+    cfg = plain(compose_config(QUICK + ["alignment=layer", *overrides]))
+    with pytest.raises(ConfigError, match=message):
+        check_settings(cfg)
+
+
+def test_a_training_the_layer_does_not_know_is_refused_when_composed():
+    with pytest.raises(ConfigCompositionException, match="alignment.training=self"):
+        compose_config(QUICK + ["alignment=layer", "alignment.training=self"])
 
 
 @pytest.fixture(scope="module")
@@ -355,7 +361,6 @@ def test_an_old_checkpoint_without_the_layer_reads_as_before():
     assert teacher_forced_weights(model, [([4, 5], [6])], torch.device("cpu"), "layer") is None
     weights = teacher_forced_weights(model, [([4, 5], [6])], torch.device("cpu"))
     assert weights is not None and weights[0].shape[-2:] == (2, 3)
-    assert read_later(weights[0], 0) is weights[0]
     assert json.dumps(list(translation_state(model))) == json.dumps(list(model.state_dict()))
 
 

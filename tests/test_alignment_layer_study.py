@@ -14,14 +14,20 @@ from helpers import TINY_TOY, compose_config, toy_corpus_lines
 from helpers import compare_settings as settings
 from lexicon_model import LEXICON_TRANSFORMER
 from omegaconf import OmegaConf
-from sweep_fixtures import cells, degraded, fake_run, read_csv, report, results, sentences
+from sweep_fixtures import (
+    cells,
+    degraded,
+    read_csv,
+    report,
+    scored_run,
+    sentences,
+)
 
 from seq2seq.align.model_aer import checkpoint_aer
 from seq2seq.config.build import build_model, plain
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.fetch import MIRROR_ENV
 from seq2seq.data.prepare import prepare
-from seq2seq.metrics import corpus_scores
 from seq2seq.runs.assemble import train_and_test
 from seq2seq.search.batched import translate_ids
 from seq2seq.special_tokens import BOS_ID, EOS_ID
@@ -154,10 +160,7 @@ def layer_sweep(root: Path) -> Path:
                 extra = (f"trainer.seed={seed}", f"data.root={root / 'data'}")
                 extra += (LAYER, f"alignment.training={training}") if training else ()
                 run = sweep / f"{number}_{experiment}_{training}_{seed}"
-                bleu = corpus_scores(hypotheses, references, "en")["bleu"]
-                fake_run(run, "cosine", results(800_000, bleu), {}, experiment=experiment,
-                         extra=extra)  # fmt: skip
-                (run / "test.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+                scored_run(run, experiment, hypotheses, references, extra)
                 number += 1
     return sweep
 

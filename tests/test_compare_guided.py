@@ -6,11 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sweep_fixtures import cells, degraded, fake_run, read_csv, report, results, sentences
+from sweep_fixtures import (
+    cells,
+    degraded,
+    fake_run,
+    read_csv,
+    report,
+    results,
+    scored_run,
+    sentences,
+)
 from test_compare_command import settings
 
 from seq2seq.configs import preset_names
-from seq2seq.metrics import corpus_scores
 from seq2seq.study import comparison
 from seq2seq.study.comparison import run_comparison
 from seq2seq.study.launch import Sweep
@@ -36,10 +44,7 @@ def guided_sweep(root: Path, settings: tuple[str, ...] = ()) -> Path:
                 extra = (f"trainer.seed={seed}", f"data.root={root / 'data'}")
                 extra += (GUIDED, *settings) if guided else ()
                 run = sweep / f"{number}_{experiment}_{guided}_{seed}"
-                bleu = corpus_scores(hypotheses, references, "en")["bleu"]
-                fake_run(run, "cosine", results(800_000, bleu), {}, experiment=experiment,
-                         extra=extra)  # fmt: skip
-                (run / "test.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+                scored_run(run, experiment, hypotheses, references, extra)
                 number += 1
     return sweep
 
