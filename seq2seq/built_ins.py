@@ -29,7 +29,7 @@ from seq2seq.metrics import aer
 from seq2seq.metrics import sacrebleu_scores as text
 from seq2seq.metrics import valid_loss as loss
 from seq2seq.metrics.alignment_accuracy import AlignmentAccuracy
-from seq2seq.models.attention import attention, none, regions, scores
+from seq2seq.models.attention import attention, hierarchical, none, regions, scores
 from seq2seq.models.decoders import cnn as cnn_decoder
 from seq2seq.models.decoders import rnn as rnn_decoder
 from seq2seq.models.decoders import transformer as transformer_decoder
@@ -38,6 +38,7 @@ from seq2seq.models.encoders import rnn as rnn_encoder
 from seq2seq.models.encoders import transformer as transformer_encoder
 from seq2seq.training import schedules
 from seq2seq.visualise import alignment_images as image_hooks
+from seq2seq.visualise import pooling_images as pooling_hooks
 
 # `seq2seq.metrics.alignment_accuracy` is also the function the package exports by that name.
 alignment_accuracy = sys.modules[AlignmentAccuracy.__module__]
@@ -46,14 +47,14 @@ alignment_accuracy = sys.modules[AlignmentAccuracy.__module__]
 BUILT_IN_MODULES: dict[str, tuple[ModuleType, ...]] = {
     "score": (scores,),
     "region": (regions,),
-    "attention": (attention, none),
+    "attention": (attention, none, hierarchical),
     "encoder": (cnn_encoder, rnn_encoder, transformer_encoder),
     "decoder": (cnn_decoder, rnn_decoder, transformer_decoder),
     "schedule": (schedules,),
     "source": (tabular, text_pair, toy, huggingface),
     "metric": (aer, alignment_accuracy, loss, text),
     # the AER hook before the alignment images, which mark the head it chooses
-    "hook": (aer_hook, image_hooks),
+    "hook": (aer_hook, image_hooks, pooling_hooks),
 }
 
 registry.built_ins_loaded(

@@ -43,6 +43,9 @@ REQUIRED_KEYS = ("format", "model", "config", "tokenizers", "progress")
 ARCHITECTURE_SECTIONS = ("encoder", "decoder", "attention", "model")
 # Keys of those sections that do not shape the model: a resume may change them.
 NOT_ARCHITECTURE = ("model.max_parameters",)
+# Keys added after checkpoints were first written, with the value that builds what a
+# checkpoint without them was built as: such a checkpoint matches a config holding it.
+ADDED_KEYS = {"model.summary": "auto", "attention.context": "mean"}
 ALIGNMENT_CHOICE_KEY = "alignment_choice"
 # Payload keys a validation hook may add; the trainer keeps them across a resume.
 HOOK_KEYS = (ALIGNMENT_CHOICE_KEY,)
@@ -325,6 +328,9 @@ def architecture_differences(
     """Lines `key: checkpoint X, config Y` for every architecture value that differs."""
     saved_flat = _flatten({key: saved.get(key) for key in sections})
     current_flat = _flatten({key: current.get(key) for key in sections})
+    for key, value in ADDED_KEYS.items():
+        if key not in saved_flat and current_flat.get(key) == value:
+            saved_flat[key] = value  # written before the key: built as its default builds
     return [
         f"{key}: checkpoint {saved_flat.get(key)!r}, config {current_flat.get(key)!r}"
         for key in sorted(set(saved_flat) | set(current_flat))

@@ -21,7 +21,9 @@ config up there and adds the two products that belong to no component:
 * Generator (output projection): `lin(B·T, H_dec, V)`.
 * Bridge: `lin(B·S, M, H_dec)` when the memory width M differs from the decoder's
   (a bi-RNN's 2·H) plus `lin(B, F, H_dec)` for the initial state, F the encoder's final
-  width (H_dec for encoders without one).
+  width (H_dec for encoders without one, or a summary other than the final state), plus
+  the attention pooling of `model.summary=attention_pool`:
+  `lin(B·S, H_dec, H_dec) + lin(B·S, H_dec, 1) + 2·B·S·H_dec`.
 
 Training: forward + backward ≈ 3 × forward, since the backward pass of every product
 computes two products of the same size (the gradients of both operands). Products whose
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seq2seq import registry
+from seq2seq.models.attention.pooling import AttentionPooling
 from seq2seq.models.costs import linear, width_change
 
 BACKWARD_FACTOR = 2  # backward ≈ 2 × forward: gradients of both operands of every product
@@ -110,17 +113,26 @@ def flops_breakdown(
     )
     return {
         "encoder": encoder_part.flops(encoder, embed_dim, batch_size, src_len),
-        "bridge": bridge_flops(*encoder_part.builder.widths(encoder), hidden, shapes),
+        "bridge": bridge_flops(*encoder_part.builder.widths(encoder), hidden, shapes,
+                               summary=cfg["model"].get("summary", "auto")),  # fmt: skip
         "decoder": decoder_own,
         "attention": attention_layers * cross,
         "generator": linear(batch_size * tgt_len, hidden, tgt_vocab),
     }
 
 
-def bridge_flops(memory_dim: int, final_dim: int | None, hidden: int, shapes: Shapes) -> int:
-    """Memory projection (when widths differ) and the initial state h₀ = tanh(W s + b)."""
+def bridge_flops(
+    memory_dim: int, final_dim: int | None, hidden: int, shapes: Shapes, summary: str = "auto"
+) -> int:
+    """Memory projection (when widths differ) and the initial state h₀ = tanh(W s + b); with
+    `model.summary=attention_pool` also the pooling that gives s (`AttentionPooling.flops`)."""
     memory = width_change(shapes.batch_size * shapes.src_len, memory_dim, hidden)
-    return memory + linear(shapes.batch_size, final_dim or hidden, hidden)
+    summary_dim = final_dim if summary in ("auto", "final") and final_dim else hidden
+    start = linear(shapes.batch_size, summary_dim, hidden)
+    if summary != "attention_pool":
+        return memory + start
+    pooling = AttentionPooling.flops(shapes.batch_size, shapes.src_len, hidden, hidden)
+    return memory + start + pooling
 
 
 def _component(group: str, node: dict[str, Any]) -> registry.Component:

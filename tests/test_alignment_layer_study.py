@@ -12,6 +12,7 @@ import pytest
 import torch
 from helpers import TINY_TOY, compose_config, toy_corpus_lines
 from helpers import compare_settings as settings
+from hook_fixtures import hooks_run
 from lexicon_model import LEXICON_TRANSFORMER
 from omegaconf import OmegaConf
 from sweep_fixtures import (
@@ -24,10 +25,8 @@ from sweep_fixtures import (
 )
 
 from seq2seq.align.model_aer import checkpoint_aer
-from seq2seq.config.build import build_model, plain
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.fetch import MIRROR_ENV
-from seq2seq.data.prepare import prepare
 from seq2seq.runs.assemble import train_and_test
 from seq2seq.search.batched import translate_ids
 from seq2seq.special_tokens import BOS_ID, EOS_ID
@@ -35,8 +34,6 @@ from seq2seq.study import comparison
 from seq2seq.study.comparison import run_comparison
 from seq2seq.study.launch import Sweep
 from seq2seq.study.report import ReportSettings, write_report
-from seq2seq.training.hooks import ValidationContext, validation_hooks
-from seq2seq.visualise import heatmap
 from seq2seq.visualise.alignment_images import TOY_SHOWN, image_tag, layer_tag
 
 LAYER = "alignment=layer"
@@ -46,40 +43,13 @@ BOTH_WAYS = "alignment.training=guided,unsupervised"
 # ---------------------------------------------------------------- TensorBoard images
 
 
-class ImageLog:
-    """A stand-in for the run logger that keeps the images (tag -> steps) it is given."""
-
-    enabled = True
-
-    def __init__(self):
-        self.images: dict[str, list[int]] = {}
-
-    def image(self, tag: str, rgb, step: int) -> None:
-        assert rgb.ndim == 3 and rgb.shape[-1] == 3
-        self.images.setdefault(tag, []).append(step)
-
-    def scalars(self, values, step: int) -> None:
-        pass
-
-
 def hook_images(monkeypatch, *overrides: str):
     """A fresh toy model (`overrides` added) through its run's alignment hook at step 4:
     the logger, every `draw_alignment` call (pieces, weights, title), the model, the data,
     and the hook."""
-    cfg = compose_config(TINY_TOY + list(overrides))
-    data = prepare(plain(cfg.data))
-    torch.manual_seed(0)
-    model = build_model(cfg, data.src_tokenizer.vocab_size, data.tgt_tokenizer.vocab_size)
-    drawn, draw = [], heatmap.draw_alignment
-
-    def recorded(source_pieces, target_pieces, weights, title, **options):
-        drawn.append((list(source_pieces), list(target_pieces), weights.clone(), title))
-        return draw(source_pieces, target_pieces, weights, title, **options)
-
-    monkeypatch.setattr(heatmap, "draw_alignment", recorded)
-    (hook,) = validation_hooks(plain(cfg), data)
-    logger = ImageLog()
-    hook(ValidationContext(model, torch.device("cpu"), logger, 4))
+    logger, drawn, model, data, (hook,) = hooks_run(
+        monkeypatch, compose_config(TINY_TOY + list(overrides)), 4
+    )
     return logger, drawn, model, data, hook
 
 

@@ -87,4 +87,5 @@ def test_named_presets_hold_the_documented_choices(preset):
 
 def test_none_preset_builds_no_attention():
     config, no_attention = build("none")
-    assert set(config) == {"_target_"} and isinstance(no_attention, NoAttention)
+    assert set(config) == {"_target_", "context"} and isinstance(no_attention, NoAttention)
+    assert config["context"] == "mean" and no_attention.pooling is None  # the plain mean

@@ -47,7 +47,14 @@ MODELS = {
     ],
     "transformer_wider_embedding": TRANSFORMER
     + ["model.embed_dim=16", "model.tie_embeddings=false", "attention=additive"],
-}
+    # the summaries that start the decoder (model.summary), and a pooled attention=none
+    "gru_pooled_summary": ["encoder=gru", "decoder=gru", "attention=additive",
+                           "model.summary=attention_pool"],
+    "lstm_mean_summary": ["encoder=lstm", "decoder=lstm", "attention=dot", "model.summary=mean"],
+    "transformer_pooled_none": ["encoder=transformer", "decoder=transformer", "encoder.heads=2",
+                                "decoder.heads=2", "attention=none",
+                                "attention.context=attention_pool"],
+}  # fmt: skip
 
 
 def counted(overrides: list[str]) -> tuple[int, int]:

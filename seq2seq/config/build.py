@@ -22,9 +22,11 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
+from seq2seq import registry
 from seq2seq.config.schema import buildable_classes, nested_build_key
 from seq2seq.models.alignment_layer import AlignmentLayer
 from seq2seq.models.model import Bridge, Seq2Seq, TokenEmbedding
+from seq2seq.special_tokens import SEP_ID
 
 
 class ConfigError(ValueError):
@@ -87,7 +89,7 @@ def build_model(cfg: DictConfig, src_vocab_size: int, tgt_vocab_size: int) -> Se
     decoder = instantiate_part(
         cfg.decoder, "decoder", embed_dim=embed_dim, attention=attention_factory
     )
-    bridge = Bridge(encoder.output_dim, encoder.final_dim, cfg.decoder.hidden_size)
+    bridge = _bridge(cfg, encoder)
     generator = nn.Linear(decoder.output_dim, tgt_vocab_size)
     if cfg.model.tie_embeddings:
         if decoder.output_dim != embed_dim:
@@ -98,7 +100,27 @@ def build_model(cfg: DictConfig, src_vocab_size: int, tgt_vocab_size: int) -> Se
         generator.weight = tgt_embed.embedding.weight
     return Seq2Seq(src_embed, tgt_embed, encoder, bridge, decoder, generator,
                    alignment_shift=alignment_shift(cfg, decoder.target_read_lag),
-                   alignment_layer=alignment_layer(cfg, decoder.output_dim))  # fmt: skip
+                   alignment_layer=alignment_layer(cfg, decoder.output_dim),
+                   separator_id=sentence_separator(cfg))  # fmt: skip
+
+
+def sentence_separator(cfg: DictConfig) -> int | None:
+    """SEP_ID when the attention reads the source's sentences (`reads_sentences`, the
+    hierarchical attention's) and the data are pseudo-documents (`data.documents`), whose
+    sentences that piece separates; else None (one sentence)."""
+    attention = registry.of_node("attention", cfg.attention).builder
+    documents = cfg.get("data", {}).get("documents")
+    return SEP_ID if getattr(attention, "reads_sentences", False) and documents else None
+
+
+def _bridge(cfg: DictConfig, encoder: nn.Module) -> Bridge:
+    """The bridge with the summary `model.summary` chooses (a ConfigError naming the key
+    for one the encoder cannot give)."""
+    summary = cfg.model.get("summary", "auto")  # configs stored before the key: auto
+    try:
+        return Bridge(encoder.output_dim, encoder.final_dim, cfg.decoder.hidden_size, summary)
+    except ValueError as error:
+        raise ConfigError(str(error)) from error
 
 
 def alignment_layer(cfg: DictConfig, hidden_size: int) -> AlignmentLayer | None:

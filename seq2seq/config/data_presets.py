@@ -40,6 +40,7 @@ CHECKPOINT_DATA_FIELDS = (
     "spm_sample_size",
     "max_tokens",
     "max_len",
+    "documents",
 )
 # The same of the source's options, taken when the user's config chooses the checkpoint's
 # source: the reading limits of the corpus sources, the toy tasks' symbols, lengths, sizes.

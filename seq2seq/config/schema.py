@@ -50,6 +50,10 @@ class ModelConfig:
     embed_dropout: float = 0.1
     word_dropout: float = 0.0  # a whole embedding zeroed per token (seq2seq.models.dropout)
     tie_embeddings: bool = True  # target embeddings shared with the output projection
+    # What starts a recurrent decoder (seq2seq.models.model.Bridge): auto (the encoder's final
+    # state when it has one, else the mean of its states), final, mean, or attention_pool (one
+    # learned query weighs the states: seq2seq.models.attention.pooling)
+    summary: str = "auto"
     # The most parameters (and recomputed buffer elements, such as the sinusoid position
     # table) a model may have: a larger config is refused before anything is allocated,
     # naming the values that make it large (seq2seq.config.sizing). Not part of the architecture.

@@ -34,8 +34,10 @@ from seq2seq import registry
 from seq2seq.config.build import ConfigError, plain
 from seq2seq.config.schema import ALIGNMENT_LOSSES, LAYER_LABELS, LAYER_TRAININGS, AlignmentConfig
 from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
-from seq2seq.data.settings import source_name, source_node
+from seq2seq.data.settings import documents_node, source_name, source_node
+from seq2seq.models.attention.none import CONTEXTS
 from seq2seq.models.attention.options import OPTION_GROUPS, component_node
+from seq2seq.models.model import SUMMARIES
 from seq2seq.option_rules import OptionError
 
 # A rule returns what is wrong with a value ("must be at least 1"), or None when it is fine.
@@ -218,8 +220,9 @@ PART_RULES: dict[str, Rule] = {
 SECTION_RULES: dict[str, dict[str, Rule]] = {
     "encoder": PART_RULES,
     "decoder": PART_RULES,
-    "attention": PART_RULES,
+    "attention": {**PART_RULES, "context": choice(CONTEXTS)},
     "model": {
+        "summary": choice(SUMMARIES),
         "embed_dim": at_least(1),
         "embed_dropout": FRACTION,
         "word_dropout": FRACTION,
@@ -328,6 +331,27 @@ def check_positions(config: Mapping[str, Any]) -> None:
                 f"of the longest sequence (data.max_len={data['max_len']} pieces and its "
                 f"EOS/BOS): raise {section}.max_positions or lower data.max_len"
             )
+
+
+def check_summary(config: Mapping[str, Any]) -> None:
+    """A `model.summary` other than auto needs a decoder that starts from it (a recurrent
+    one); `final` also an encoder with a final state (a recurrent one)."""
+    model, encoder = config.get("model"), _registered(config, "encoder")
+    summary = model.get("summary") if isinstance(model, Mapping) else None
+    if summary in (None, "auto"):
+        return
+    decoder = _registered(config, "decoder")
+    if decoder is not None and not getattr(decoder.builder, "starts_from_summary", True):
+        raise ConfigError(f"model.summary={summary}: the {decoder.name} decoder does not start "
+                          "from a summary of the source (it attends from its first step); use "
+                          "a recurrent decoder, or attention=none "
+                          "attention.context=attention_pool")  # fmt: skip
+    if summary != "final" or encoder is None:
+        return
+    if encoder.builder.widths(config["encoder"])[1] is None:
+        raise ConfigError(f"model.summary=final needs an encoder with a final state (rnn, lstm, "
+                          f"gru); the {encoder.name} encoder has none: use mean or "
+                          "attention_pool")  # fmt: skip
 
 
 def check_alignment_layer(config: Mapping[str, Any]) -> None:
@@ -447,6 +471,11 @@ def complete_option_nodes(cfg: DictConfig) -> None:
             data.source = source_node(plain(data)["source"])
         except OptionError as error:
             raise ConfigError(str(error)) from error
+    if isinstance(data, DictConfig) and data.get("documents") is not None:
+        try:  # every option of the pseudo-documents stored, the order by its name
+            data.documents = documents_node(plain(data)["documents"])
+        except ValueError as error:
+            raise ConfigError(str(error)) from error
 
 
 def _registered(config: Mapping[str, Any], group: str) -> registry.Component | None:
@@ -473,6 +502,7 @@ def check_settings(cfg: DictConfig | Mapping[str, Any]) -> None:
     if isinstance(trainer, Mapping) and isinstance(trainer.get("test_search"), Mapping):
         check_test_search(trainer["test_search"])
     check_positions(config)
+    check_summary(config)
     check_guidance(config)
     check_alignment_layer(config)
     check_reinforce(config)

@@ -80,6 +80,7 @@ from seq2seq.data.record import (
 from seq2seq.data.settings import DataConfig, data_source
 from seq2seq.data.tokenizer import SentenceSample, SubwordTokenizer, TextFiles, Tokenizer
 from seq2seq.output_folders import OutputPlaceError, check_output_place, remove_recognised_folder
+from seq2seq.special_tokens import SEP_ID, SEP_PIECE
 
 log = logging.getLogger(__name__)
 
@@ -381,7 +382,8 @@ def _subword_tokenizer(
     sample = None
     if cfg.spm_sample_size is not None:
         sample = SentenceSample(cfg.spm_sample_size, cfg.seed)
-    return SubwordTokenizer.train(
+    user_symbols = (SEP_PIECE,) if cfg.documents is not None else ()  # one piece a boundary
+    tokenizer = SubwordTokenizer.train(
         texts,
         lang=lang,
         vocab_size=asked,
@@ -390,8 +392,13 @@ def _subword_tokenizer(
         vocab_key=vocab_key,
         vocab_cap=cfg.vocab_cap,
         sample=sample,
+        user_symbols=user_symbols,
         **options,
     )
+    if user_symbols and tokenizer.id_to_piece(SEP_ID) != SEP_PIECE:  # models find it by id
+        raise CorpusError(f"the {lang} subword model has {tokenizer.id_to_piece(SEP_ID)!r} at "
+                          f"id {SEP_ID}, where models look for {SEP_PIECE}")  # fmt: skip
+    return tokenizer
 
 
 def warn_if_capped(cfg: DataConfig, src: Tokenizer, tgt: Tokenizer) -> None:

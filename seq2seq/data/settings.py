@@ -13,7 +13,9 @@ attention's score and region are (`seq2seq.option_rules.checked_node`):
     source: {name: text_pair, train_prefix: ..., valid_prefix: ..., test_prefix: ...}
     source: {name: toy, task: reverse, vocab_size: 10, min_len: 3, ...}
 
-A bare name (`data.source=toy`) is that source with its default options. The other keys
+A bare name (`data.source=toy`) is that source with its default options. `data.documents`
+(null: off) turns each split of a corpus source into pseudo-documents of a few consecutive
+or shuffled pairs (`DocumentsOptions`, built by `seq2seq.data.documents`). The other keys
 are those of the shared pipeline: languages, cleaning, the split, subwords, batching and
 files (each source reads the ones it needs: the toy tasks only the seed, the lengths and
 the batching). They are checked here; each source checks its options and how they fit the
@@ -30,12 +32,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from enum import Enum
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from seq2seq import registry
 from seq2seq.data.languages import is_chinese
-from seq2seq.option_rules import checked_node
+from seq2seq.option_rules import at_least, checked_node, checked_options
 
 MODEL_TYPES = ("unigram", "bpe", "char", "word")
 URL_SCHEMES = ("http", "https", "file")
@@ -56,6 +59,28 @@ MOVED_KEYS = {
     )},
 }  # fmt: skip
 RENAMED_SOURCES = {"parallel": "tabular"}  # old data.kind -> data.source.name
+DOCUMENTS_KEY = "data.documents"
+# Keys added after the record key's layout was fixed: left out of `flat_settings` while
+# null (off), so that the folders prepared without them keep their records.
+KEYED_WHEN_SET = ("documents",)
+
+
+class DocumentOrder(Enum):
+    """Which pairs of a split a pseudo-document joins."""
+
+    consecutive = "consecutive"  # the split's pairs in file order
+    random = "random"  # the split's pairs after a shuffle seeded by data.seed
+
+
+@dataclass(frozen=True)
+class DocumentsOptions:
+    """`data.documents`: each split's pairs grouped into pseudo-documents of k sentences,
+    k drawn uniformly from [min_sentences, max_sentences] per document (the last document
+    of a split takes what is left); `seq2seq.data.documents`."""
+
+    min_sentences: int = field(default=1, metadata=at_least(1))
+    max_sentences: int = field(default=6, metadata=at_least(1))
+    order: DocumentOrder = DocumentOrder.consecutive
 
 
 @dataclass
@@ -67,6 +92,10 @@ class DataConfig:
     # tabular (a downloaded tab-separated corpus) | text_pair (given files, one sentence a
     # line) | toy (generated in memory) | a plugin's
     source: Any = field(default_factory=lambda: {"name": DEFAULT_SOURCE})
+    # pseudo-documents of a corpus source (DocumentsOptions): null (off), or
+    # {min_sentences: 1, max_sentences: 6, order: consecutive | random}; the sentences of a
+    # document are joined by the one piece <sep> on both sides
+    documents: Any = None
     src_lang: str = "zh"
     tgt_lang: str = "en"
     # cleaning (the corpus sources)
@@ -112,7 +141,13 @@ class DataConfig:
         """Complete the source's node (every option, `source_node`) and raise ValueError
         naming the first invalid key."""
         self.source = source_node(self.source)
+        self.documents = documents_node(self.documents)
         source = data_source(self.source_name)
+        if self.documents is not None and not source.takes_documents:
+            raise ValueError(
+                f"{DOCUMENTS_KEY} needs a corpus source (tabular, text_pair, hf, ...); "
+                f"data.source.name={self.source_name} has no sentences to join: set it to null"
+            )
         check_plain_name("data.name", self.name)
         check_positive("max_tokens", self.max_tokens)
         check_positive("max_len", self.max_len)
@@ -137,6 +172,14 @@ class DataConfig:
         schema = registry.get("source", self.source_name).options
         values = {key: value for key, value in self.source.items() if key != "name"}
         return None if schema is None else schema(**values)
+
+    @property
+    def documents_options(self) -> DocumentsOptions | None:
+        """`data.documents` as its options dataclass, or None when it is off."""
+        if self.documents is None:
+            return None
+        order = DocumentOrder[self.documents["order"]]
+        return DocumentsOptions(**{**self.documents, "order": order})
 
     def check_corpus_settings(self) -> None:
         """The checks of every source whose text is cleaned and cut into subwords:
@@ -189,6 +232,28 @@ def source_node(value: Any) -> dict[str, Any]:
     return checked_node(value, SOURCE_KEY, "source", choices)
 
 
+def documents_node(value: Any) -> dict[str, Any] | None:
+    """`data.documents` completed and checked: None (off), or every option of
+    DocumentsOptions (the order by its name); OptionError (a ValueError) naming the key."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"{DOCUMENTS_KEY} must be null or a node {{min_sentences: ..., max_sentences: ..., "
+            f"order: ...}}, got {value!r}"
+        )
+    node = checked_options(
+        DocumentsOptions, {str(key): item for key, item in value.items()}, DOCUMENTS_KEY,
+        DOCUMENTS_KEY,
+    )  # fmt: skip
+    if node["max_sentences"] < node["min_sentences"]:
+        raise ValueError(
+            f"{DOCUMENTS_KEY}.max_sentences ({node['max_sentences']}) must be >= "
+            f"{DOCUMENTS_KEY}.min_sentences ({node['min_sentences']})"
+        )
+    return node
+
+
 def source_name(data: Any) -> str | None:
     """The source a data section chooses (`data.source`'s name, or the bare name given),
     whether it is a DataConfig or a mapping; None without one."""
@@ -208,8 +273,14 @@ def flat_settings(cfg: DataConfig) -> dict[str, Any]:
     """The settings in the layout of `data` before `data.source` (`MOVED_KEYS`), which
     keys the preparation records (`seq2seq.data.record`): a folder prepared before keeps
     its record. The old corpus keys that the chosen source lacks hold their old defaults
-    (the tabular source's), as they did; an option with no old key is `source.<option>`."""
-    flat = {item.name: getattr(cfg, item.name) for item in fields(cfg) if item.name != "source"}
+    (the tabular source's), as they did; an option with no old key is `source.<option>`. A
+    newer key (`KEYED_WHEN_SET`) is there only when it is set, not null."""
+    flat = {
+        item.name: getattr(cfg, item.name)
+        for item in fields(cfg)
+        if item.name != "source"
+        and not (item.name in KEYED_WHEN_SET and getattr(cfg, item.name) is None)
+    }
     old_names = {new.removeprefix("source."): old for old, new in MOVED_KEYS.items()}
     tabular = registry.get("source", DEFAULT_SOURCE).options
     flat |= {old_names[item.name]: item.default for item in fields(tabular)}

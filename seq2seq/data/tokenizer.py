@@ -149,20 +149,30 @@ class Tokenizer(Protocol):
     def to_bytes(self) -> bytes: ...
 
 
-def spm_settings(vocab_size: int, model_type: str, text_langs: Sequence[str]) -> dict[str, object]:
+def spm_settings(
+    vocab_size: int,
+    model_type: str,
+    text_langs: Sequence[str],
+    user_symbols: Sequence[str] = (),
+) -> dict[str, object]:
     """sentencepiece training settings that depend on the languages of the text.
 
     A language written without spaces (Chinese, Japanese) gets no dummy "▁" prefix, which
     would otherwise often become a piece of its own at the start of every sentence, and a
     character coverage of 0.9995 (its rarest characters become <unk>) instead of 1.
+    `user_symbols` (the separator of pseudo-documents) are each kept one piece wherever
+    they occur; none: the settings, and so the cache key, of a model trained before them.
     """
     unspaced = [is_unspaced_cjk(lang) for lang in text_langs]
-    return {
+    settings: dict[str, object] = {
         "vocab_size": vocab_size,
         "model_type": model_type,
         "character_coverage": 0.9995 if any(unspaced) else 1.0,
         "add_dummy_prefix": not all(unspaced),
     }
+    if user_symbols:
+        settings["user_defined_symbols"] = list(user_symbols)
+    return settings
 
 
 class SubwordTokenizer:
@@ -191,12 +201,13 @@ class SubwordTokenizer:
         vocab_key: str = "vocab_size",
         vocab_cap: bool = False,
         sample: SentenceSample | None = None,
+        user_symbols: Sequence[str] = (),
     ) -> SubwordTokenizer:
         """Train on `texts`, or load the cached model trained on the same text and settings.
 
         `texts` is read several times (hash, training). `text_langs` are the languages in
         `texts` (default `[lang]`; both for a joint model). `sample` bounds the sentences
-        trained on (module docstring).
+        trained on (module docstring). `user_symbols` are pieces kept whole (`spm_settings`).
 
         `vocab_key` names the setting in the VocabularySizeError raised when `vocab_size` is
         larger than the text allows (sentencepiece's hard limit, kept on purpose so that the
@@ -204,7 +215,7 @@ class SubwordTokenizer:
         With `vocab_cap` that largest size is used instead (module docstring): the
         tokenizer's `vocab_size` then says which.
         """
-        settings = spm_settings(vocab_size, model_type, text_langs or [lang])
+        settings = spm_settings(vocab_size, model_type, text_langs or [lang], user_symbols)
         path, rows = model_path(folder, lang, texts, settings, sample)
         if (cached := cls._reuse(path, lang)) is not None:
             log.info("reusing the subword model %s", path)

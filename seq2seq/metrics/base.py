@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from seq2seq import registry
+from seq2seq.special_tokens import SEP_PIECE
 
 SELECT_KEY = "trainer.select_metric"
 TRANSLATIONS, LOSS, HOOK = "translations", "loss", "hook"
@@ -63,7 +64,18 @@ class TranslationMetric(Metric):
         raise NotImplementedError
 
     def score(self, hypotheses: list[str], references: list[str], tgt_lang: str) -> float:
+        hypotheses, references = without_separators(hypotheses), without_separators(references)
         return float(self.scorer(tgt_lang).corpus_score(hypotheses, [references]).score)
+
+
+def without_separators(texts: list[str]) -> list[str]:
+    """The texts with the separator of pseudo-documents (SEP_PIECE, `seq2seq.data.documents`)
+    replaced by a space: a document is scored on its words. Left in, sacrebleu's tokeniser
+    would count `< sep >` as three tokens that every output matches, and BLEU would rise
+    with the number of sentences, not with the translation. Texts without it are returned
+    as they are."""
+    return [" ".join(text.replace(SEP_PIECE, " ").split()) if SEP_PIECE in text else text
+            for text in texts]  # fmt: skip
 
 
 class LossMetric(Metric):

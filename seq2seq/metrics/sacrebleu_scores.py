@@ -16,7 +16,7 @@ from __future__ import annotations
 from sacrebleu.metrics import BLEU, CHRF, TER
 
 from seq2seq.data.languages import is_chinese
-from seq2seq.metrics.base import TranslationMetric, validation_metric
+from seq2seq.metrics.base import TranslationMetric, validation_metric, without_separators
 
 
 def bleu_tokenizer(tgt_lang: str) -> str:
@@ -56,9 +56,11 @@ def corpus_scores(
     """Corpus scores of detokenised `hypotheses` against one reference each.
 
     Returns `bleu`, `chrf` (and `ter` with `ter=True`, slower) as floats on a 0-100
-    scale, with `bleu_signature`, `chrf_signature` (and `ter_signature`).
+    scale, with `bleu_signature`, `chrf_signature` (and `ter_signature`). The separators of
+    pseudo-documents are not scored (`without_separators`).
     """
     check_corpus(hypotheses, references)
+    hypotheses, references = without_separators(hypotheses), without_separators(references)
     metrics: list[TranslationMetric] = [Bleu(), ChrF()] + ([Ter()] if ter else [])
     scores: dict[str, float | str] = {}
     for metric in metrics:

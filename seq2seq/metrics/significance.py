@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from sacrebleu.significance import PairedTest
 
+from seq2seq.metrics.base import without_separators
 from seq2seq.metrics.sacrebleu_scores import Bleu, check_corpus
 
 BOOTSTRAP_RESAMPLES = 1000
@@ -61,15 +62,17 @@ def paired_bootstrap(
     (sacrebleu's formula would give 1/(resamples + 1) there, as every resampled difference
     equals the observed one). So does a system that scores BLEU 0 against a baseline of 0:
     an n-gram order without a match in the corpus has none in any resample either, so
-    every resample scores both 0.
+    every resample scores both 0. The separators of pseudo-documents are not scored
+    (`without_separators`), as in `corpus_scores`.
     """
     if len(systems) < 1:
         raise ValueError("paired_bootstrap needs at least the baseline system")
     for _, hypotheses in systems:
         check_corpus(list(hypotheses), list(references))
     metric = Bleu().scorer(tgt_lang)
-    named = [(name, list(hypotheses)) for name, hypotheses in systems]
-    test = PairedTest(named, {"bleu": metric}, [list(references)], test_type="bs",
+    named = [(name, without_separators(list(hypotheses))) for name, hypotheses in systems]
+    references = without_separators(list(references))  # a document's words, as corpus_scores
+    test = PairedTest(named, {"bleu": metric}, [references], test_type="bs",
                       n_samples=resamples)  # fmt: skip
     signatures, scores = test()
     (key,) = (name for name in scores if name != "System")

@@ -31,6 +31,9 @@ class EncoderOutput:
     memory: torch.Tensor  # (batch, src_len, memory_dim)
     mask: torch.Tensor  # (batch, src_len) bool, True = real token
     final: torch.Tensor | None  # (batch, final_dim) summary state of recurrent encoders, else None
+    # (batch, src_len) long: the sentence of each source position in a document (set by the
+    # model for an attention that reads sentences, `seq2seq.models.attention.hierarchical`)
+    segments: torch.Tensor | None = None
 
 
 class Encoder(nn.Module):
@@ -60,7 +63,9 @@ class Decoder(nn.Module):
       `memory` already has the decoder's `memory_dim` width (the bridge projects it),
       `init_hidden` is `(batch, hidden_dim)` from the bridge (recurrent decoders use it,
       others may ignore it). Work that depends only on the source (projected attention
-      keys) is done here, once per sentence.
+      keys) is done here, once per sentence. A model whose attention reads the source's
+      sentences also passes `segments=` (batch, src_len), which the decoder keeps in the
+      state and passes on to `attend` (`seq2seq.models.decoders.common.segment_keyword`).
     * `forward(tgt_embedded, state)` runs the whole target at once (teacher forcing):
       `(batch, tgt_len, embed_dim) -> hidden (batch, tgt_len, output_dim), attn`.
     * `step(tgt_embedded, state)` runs one position: `(batch, 1, embed_dim) ->
@@ -79,6 +84,9 @@ class Decoder(nn.Module):
     # Luong-style RNN); a Bahdanau-style RNN attends before reading, so at t + 2. Guided
     # alignment's `alignment.shift=null` supervises (and reads) the rows this many steps later.
     target_read_lag: int = 1
+    # Whether the decoder starts from the bridge's `init_hidden` (the source's summary,
+    # `model.summary`): the recurrent decoders do; the CNN and Transformer decoders ignore it.
+    starts_from_summary: bool = True
     # The state entries that depend only on the source sentence (projected attention
     # memory, the source mask): equal in every beam row of one sentence, so beam search
     # does not reorder them when rows move within their sentence. Empty: reorder all.

@@ -8,12 +8,15 @@ width and initial state. `build_model` (in `seq2seq.config.build`) makes one fro
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import torch
 from torch import nn
 
 from seq2seq.models.alignment_layer import AlignmentLayer
+from seq2seq.models.attention.pooling import AttentionPooling
 from seq2seq.models.base import Decoder, DecoderState, Encoder, EncoderOutput
+from seq2seq.models.decoders.common import segment_keyword
 from seq2seq.models.dropout import ElementDropout, TokenDropout
 from seq2seq.special_tokens import PAD_ID
 
@@ -46,6 +49,16 @@ class TokenEmbedding(nn.Module):
         return self.dropout(self.word_dropout(self.embedding(tokens) * self.scale))
 
 
+def document_segments(src: torch.Tensor, separator_id: int) -> torch.Tensor:
+    """The sentence of each source position in a document whose sentences are separated by
+    the piece `separator_id`: `(batch, src_len)` long, 0 for the first sentence; a separator
+    belongs to the sentence it ends, the EOS (and padding) to the last.
+
+    `[a b <sep> c </s>]` -> `[0 0 0 1 1]`."""
+    separators = (src == separator_id).long()  # (batch, src_len)
+    return separators.cumsum(dim=1) - separators
+
+
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean over the real positions: (batch, time, dim), (batch, time) -> (batch, dim)."""
     weights = mask.unsqueeze(-1).to(values.dtype)  # (batch, time, 1)
@@ -54,27 +67,68 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return total / count
 
 
+SUMMARIES = ("auto", "final", "mean", "attention_pool")
+
+
 class Bridge(nn.Module):
     """Adapts an encoder's output to a decoder.
 
     * memory: projected to the decoder's width when the widths differ (a bi-RNN's 2·h, say);
-    * initial hidden state: h₀ = tanh(W s + b), where s is the encoder's final state, or the
-      mean of the (projected) memory when the encoder has none (CNN, Transformer).
+    * initial hidden state: h₀ = tanh(W s + b), where s summarises the source
+      (`model.summary`): the encoder's final state (`final`), the mean of the (projected)
+      memory (`mean`), their attention pooling `s = Σ_j α_j m_j`, α from one learned query
+      (`attention_pool`, `seq2seq.models.attention.pooling`), or `auto`: the final state
+      when the encoder has one (RNN, LSTM, GRU), else the mean (CNN, Transformer).
     """
 
-    def __init__(self, memory_dim: int, final_dim: int | None, hidden_size: int):
+    def __init__(
+        self, memory_dim: int, final_dim: int | None, hidden_size: int, summary: str = "auto"
+    ):
         super().__init__()
+        self.summary = resolved_summary(summary, final_dim)
         self.memory_proj = (
             nn.Linear(memory_dim, hidden_size) if memory_dim != hidden_size else nn.Identity()
         )
-        self.init_proj = nn.Linear(final_dim or hidden_size, hidden_size)
+        summary_dim = final_dim if self.summary == "final" else hidden_size
+        self.init_proj = nn.Linear(summary_dim, hidden_size)
+        # registered after init_proj, so that the other summaries keep their parameters' order
+        self.pooling = AttentionPooling(hidden_size) if self.summary == "attention_pool" else None
 
     def forward(self, encoded: EncoderOutput) -> tuple[torch.Tensor, torch.Tensor]:
         memory = self.memory_proj(encoded.memory)  # (batch, src_len, hidden)
         memory = memory * encoded.mask.unsqueeze(-1).to(memory.dtype)
-        summary = encoded.final if encoded.final is not None else masked_mean(memory, encoded.mask)
+        if self.summary == "final":
+            summary = encoded.final  # (batch, final_dim)
+        elif self.pooling is not None:
+            summary = self.pooling(memory, encoded.mask)[0]  # (batch, hidden)
+        else:
+            summary = masked_mean(memory, encoded.mask)  # (batch, hidden)
         init_hidden = torch.tanh(self.init_proj(summary))  # (batch, hidden)
         return memory, init_hidden
+
+    def pooling_weights(self, encoded: EncoderOutput) -> torch.Tensor:
+        """α of `summary="attention_pool"`: `(batch, src_len)`, 0 on padding."""
+        if self.pooling is None:
+            raise ValueError(f"model.summary={self.summary} has no pooling weights")
+        memory = self.memory_proj(encoded.memory)
+        memory = memory * encoded.mask.unsqueeze(-1).to(memory.dtype)
+        return self.pooling.weights(memory, encoded.mask)
+
+
+def resolved_summary(summary: str, final_dim: int | None) -> str:
+    """The summary `Bridge` uses: `auto` resolved by the encoder (final state or mean);
+    ValueError naming `model.summary` for an unknown one, or `final` for an encoder
+    without a final state."""
+    if summary not in SUMMARIES:
+        raise ValueError(f"model.summary must be one of {', '.join(SUMMARIES)}, not {summary!r}")
+    if summary == "auto":
+        return "mean" if final_dim is None else "final"
+    if summary == "final" and final_dim is None:
+        raise ValueError(
+            "model.summary=final needs an encoder with a final state (rnn, lstm, gru); "
+            "this encoder has none: use mean or attention_pool"
+        )
+    return summary
 
 
 class Seq2Seq(nn.Module):
@@ -95,8 +149,12 @@ class Seq2Seq(nn.Module):
         generator: nn.Linear,
         alignment_shift: int = 0,
         alignment_layer: AlignmentLayer | None = None,
+        separator_id: int | None = None,
     ):
         super().__init__()
+        # The piece between the sentences of a document: with it, `encode` gives the
+        # decoder's attention each source position's sentence (`document_segments`)
+        self.separator_id = separator_id
         # Where the model's attention is read as word links: the row of target piece t is
         # the decoder step t + alignment_shift (`alignment.shift` of a guided model)
         self.alignment_shift = alignment_shift
@@ -112,11 +170,20 @@ class Seq2Seq(nn.Module):
         self.alignment_layer = alignment_layer
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
-        return self.encoder(self.src_embed(src), src_mask)
+        encoded = self.encoder(self.src_embed(src), src_mask)
+        if self.separator_id is None:
+            return encoded
+        return replace(encoded, segments=document_segments(src, self.separator_id))
 
     def init_decoder_state(self, encoded: EncoderOutput) -> DecoderState:
         memory, init_hidden = self.bridge(encoded)
-        return self.decoder.init_state(memory, encoded.mask, init_hidden)
+        return self._decoder_state(memory, encoded, init_hidden)
+
+    def _decoder_state(self, memory, encoded: EncoderOutput, init_hidden) -> DecoderState:
+        """The decoder's first state; the source's sentences passed on when there are any."""
+        return self.decoder.init_state(
+            memory, encoded.mask, init_hidden, **segment_keyword(encoded.segments)
+        )
 
     def forward(
         self,
@@ -181,7 +248,7 @@ class Seq2Seq(nn.Module):
             raise ValueError("the model has no alignment layer (alignment=layer adds one)")
         encoded = self.encode(src, src_mask)
         memory, init_hidden = self.bridge(encoded)
-        state = self.decoder.init_state(memory, encoded.mask, init_hidden)
+        state = self._decoder_state(memory, encoded, init_hidden)
         tgt_embedded = self.tgt_embed(tgt_in)  # (batch, tgt_len, embed)
         hidden, attention = self.decoder(tgt_embedded, state, need_weights=need_weights)
         queries = hidden
@@ -191,6 +258,29 @@ class Seq2Seq(nn.Module):
         if layer.embedding_query is not None:  # the pieces' embeddings, without dropout
             embedded = (self.tgt_embed.embedding(tgt_in), self.src_embed.embedding(src))
         return hidden, attention, layer(queries, memory, encoded.mask, embedded)
+
+    @torch.no_grad()
+    def pooling_weights(
+        self, src: torch.Tensor, src_mask: torch.Tensor
+    ) -> dict[str, torch.Tensor]:
+        """The weights of every attention pooling over the source (N vs 1,
+        `seq2seq.models.attention.pooling`), each `(batch, src_len)`, 0 on padding:
+        `summary` for `model.summary=attention_pool` (what starts the decoder), and the one
+        context of `attention=none attention.context=attention_pool`, named by its module
+        (`context` for a decoder with one attention, `context.<layer>` for one per layer).
+        Empty for a model without one."""
+        encoded = self.encode(src, src_mask)
+        found: dict[str, torch.Tensor] = {}
+        if self.bridge.pooling is not None:
+            found["summary"] = self.bridge.pooling_weights(encoded)
+        memory = self.bridge(encoded)[0]  # what the decoder's attention reads
+        pooled = [module for module in self.decoder.modules()
+                  if getattr(module, "pooling", None) is not None
+                  and hasattr(module, "pooling_weights")]  # fmt: skip
+        for index, module in enumerate(pooled):
+            name = "context" if len(pooled) == 1 else f"context.{index}"
+            found[name] = module.pooling_weights(memory, encoded.mask)
+        return found
 
     def parameter_groups(self) -> list[list[nn.Parameter]]:
         """The parameters clipped together: the translation model's, then the alignment

@@ -37,6 +37,11 @@ from seq2seq.models.attention.options import component_node
 from seq2seq.models.model import Seq2Seq
 from seq2seq.testing.component_presets import OPTION_GROUPS, Catalog, preset_group
 
+# The tiny model of an attention that reads the source's sentences is trained on documents:
+# its random sources hold the separator SEP_ID (a real token id of the checks' inputs), so
+# every check also runs with several sentences per source.
+DOCUMENTS = {"min_sentences": 1, "max_sentences": 6, "order": "consecutive"}
+
 PARTNERS = {"encoder": "gru", "decoder": "gru", "attention": "additive"}  # preset names
 PARTNER_ENCODER = {"bidirectional": False}
 PARTNER_DECODER = {"style": "luong", "input_feeding": False}
@@ -126,6 +131,9 @@ class Subject:
         for group, node in self.part_nodes().items():
             config[group] = tiny(node, width, layers)
         config["model"].update(embed_dim=width, embed_dropout=0.0, tie_embeddings=False)
+        if getattr(registry.of_node("attention", config["attention"]).builder,
+                   "reads_sentences", False):  # fmt: skip
+            config["data"]["documents"] = dict(DOCUMENTS)  # SEP_ID cuts the sources
         return OmegaConf.create(config)
 
     def model(self, vocab: int, width: int = CHECK_WIDTH, layers: int = CHECK_LAYERS) -> Seq2Seq:

@@ -16,6 +16,10 @@ After each validation the trainer calls `hook(context)` with a
   translation (teacher-forced on the model's own output, so its rows are the image's) as
   `alignment_layer/<NN>_...`: its heads' mean, one panel, titled `alignment layer`.
   Models without one get no such tag;
+* for a model whose attention reads the source's sentences (hierarchical attention on
+  pseudo-documents, `seq2seq.models.attention.hierarchical`), also logs the sentence level,
+  each output piece's weights summed per sentence of the source, as
+  `alignment_sentences/<NN>_...`;
 * logs `valid/alignment_accuracy` (`seq2seq.visualise.alignment`), teacher-forced on the
   probes' references (corpus) or on the valid split (toy). The valid sentences shown for a
   pair without probes have no gold links, so they get images only.
@@ -59,9 +63,11 @@ from seq2seq.data.settings import DataConfig, source_name
 from seq2seq.data.sources import data_source
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.metrics.alignment_accuracy import AlignmentAccuracy, Link, alignment_accuracy
+from seq2seq.models.attention.hierarchical import sentence_labels, sentence_weights
+from seq2seq.models.model import document_segments
 from seq2seq.search import Hypothesis
 from seq2seq.search.batched import translate_ids
-from seq2seq.special_tokens import EOS_PIECE
+from seq2seq.special_tokens import EOS_ID, EOS_PIECE
 from seq2seq.training.hooks import ValidationContext, ValidationHook
 from seq2seq.visualise.probes import encode_probe, probes_for
 
@@ -181,6 +187,10 @@ class AlignmentHook:
             if hypothesis.attention is None:
                 return
             images = self.draw(sentence, hypothesis, context.step)
+            separator = getattr(context.model, "separator_id", None)
+            if separator is not None:  # hierarchical attention on a document
+                figure = self.draw_sentences(sentence, hypothesis, separator, context.step)
+                images.append((sentences_tag(sentence.tag), figure))
             if layer is not None:
                 figure = self.draw_layer(sentence, hypothesis, layer[index], context.step)
                 images.append((layer_tag(sentence.tag), figure))
@@ -243,6 +253,20 @@ class AlignmentHook:
             sentence.source_pieces, target_pieces, summary, title + suffix
         )
 
+    def draw_sentences(
+        self, sentence: ShownSentence, hypothesis: Hypothesis, separator: int, step: int
+    ) -> Figure:
+        """The sentence level of hierarchical attention: per output piece, its last layer's
+        weights summed over each sentence of the source (cut at `separator`), the head
+        mean; one panel, a column per sentence."""
+        title, target_pieces = self.title_and_targets(sentence, hypothesis, step)
+        last = hypothesis.attention[-1:].float()  # (1, heads, tgt_len, src_len)
+        source = torch.tensor([list(sentence.source_ids) + [EOS_ID]])  # (1, src_len)
+        weights = sentence_weights(last, document_segments(source, separator))
+        summary = weights.mean(dim=1, keepdim=True)  # (1, 1, tgt_len, sentences)
+        return heatmap().draw_alignment(sentence_labels(summary.size(-1)), target_pieces,
+                                        summary, title + " · sentence level")  # fmt: skip
+
     def title_and_targets(
         self, sentence: ShownSentence, hypothesis: Hypothesis, step: int
     ) -> tuple[str, list[str]]:
@@ -276,7 +300,15 @@ def probe_hook(
 ) -> AlignmentHook:
     """Draw and score the probes (references teacher-forced for the accuracy)."""
     encoded = [encode_probe(probe, data.src_tokenizer, data.tgt_tokenizer) for probe in probes]
-    shown = [
+    shown = probe_sentences(encoded)
+    scored = [(probe.source_ids, probe.target_ids) for probe in encoded]
+    links = [probe.links for probe in encoded]
+    return AlignmentHook(shown, scored, links, data.tgt_tokenizer, run_config, marks)
+
+
+def probe_sentences(encoded: list) -> list[ShownSentence]:
+    """The encoded probes (`encode_probe`) as sentences to draw."""
+    return [
         ShownSentence(
             image_tag(index, probe.probe.source),
             probe.probe.source,
@@ -285,9 +317,6 @@ def probe_hook(
         )
         for index, probe in enumerate(encoded)
     ]
-    scored = [(probe.source_ids, probe.target_ids) for probe in encoded]
-    links = [probe.links for probe in encoded]
-    return AlignmentHook(shown, scored, links, data.tgt_tokenizer, run_config, marks)
 
 
 def known_alignment_hook(
@@ -370,6 +399,12 @@ def layer_tag(tag: str) -> str:
     """`alignment/00_我爱中国` → `alignment_layer/00_我爱中国`: that probe through the
     alignment layer."""
     return tag.replace("alignment/", "alignment_layer/", 1)
+
+
+def sentences_tag(tag: str) -> str:
+    """`alignment/00_...` → `alignment_sentences/00_...`: the sentence level of hierarchical
+    attention on that document."""
+    return tag.replace("alignment/", "alignment_sentences/", 1)
 
 
 def heads_tag(tag: str) -> str:

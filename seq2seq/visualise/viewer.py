@@ -60,14 +60,19 @@ from seq2seq.align.extract import AlignmentError, hypothesis_layer_weights
 from seq2seq.align.teacher_forced import LAYER, has_alignment_layer
 from seq2seq.data.batching import collate
 from seq2seq.models.attention import recording_weights
+from seq2seq.models.attention.hierarchical import sentence_labels, sentence_weights
 from seq2seq.models.decoders import TransformerDecoder
 from seq2seq.models.encoders import TransformerEncoder
+from seq2seq.models.model import document_segments
 from seq2seq.search.translator import Translation, Translator
-from seq2seq.special_tokens import BOS_PIECE
+from seq2seq.special_tokens import BOS_PIECE, EOS_ID
 from seq2seq.visualise.heatmap import run_title
+from seq2seq.visualise.pooling_images import pooled_weights
 
 DECIMALS = 4  # weights in the page are rounded to this many decimals
 CROSS_VIEW, LAYER_VIEW = "cross", "layer"  # the cross-attention's and the alignment layer's view
+POOLING_VIEW = "pooling"  # attention pooling's weights over the source (N vs 1)
+SENTENCE_VIEW = "sentences"  # hierarchical attention's weights over the source's sentences
 JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}  # fmt: skip
 
 
@@ -137,9 +142,41 @@ def layer_view(translator: Translator, translation: Translation) -> AttentionVie
                          translation.source_pieces, weights, note)  # fmt: skip
 
 
+def pooling_view(translator: Translator, translation: Translation) -> AttentionView | None:
+    """Attention pooling's weights over the source (`model.summary=attention_pool`, or the
+    pooled context of `attention=none`): one row per pooling; None for a model without."""
+    names, weights = pooled_weights(translator.model, source_ids_of(translator, translation),
+                                    translator.device)  # fmt: skip
+    if not names:
+        return None
+    note = ("row: one attention pooling of the whole source (summary: what starts the decoder; "
+            "context: the one context of attention=none); its weights sum to 1")  # fmt: skip
+    return AttentionView(POOLING_VIEW, "attention pooling", names, translation.source_pieces,
+                         weights.unsqueeze(0).unsqueeze(0), note)  # fmt: skip
+
+
+def sentence_view(translator: Translator, translation: Translation) -> AttentionView | None:
+    """The sentence level of hierarchical attention on a document (`seq2seq.models.attention.
+    hierarchical`): β_tk, the weight output piece t gives sentence k (its cross-attention
+    weights summed per sentence); None for a model that does not read sentences."""
+    attention = translation.hypotheses[0].attention  # (layers, heads, tgt_len, src_len)
+    separator = getattr(translator.model, "separator_id", None)
+    if attention is None or separator is None:
+        return None
+    source = torch.tensor([source_ids_of(translator, translation) + [EOS_ID]])  # (1, S)
+    segments = document_segments(source, separator).expand(attention.size(0), -1)
+    weights = sentence_weights(attention.float(), segments)  # (layers, heads, tgt_len, K)
+    note = ("row: an output piece; its weights over the source's sentences sum to 1 (the "
+            "sentence level of hierarchical attention; the cross-attention view shows the "
+            "words, each weighted by its sentence's weight)")  # fmt: skip
+    return AttentionView(SENTENCE_VIEW, "sentence level", translation.target_pieces[0],
+                         sentence_labels(weights.size(-1)), weights, note)  # fmt: skip
+
+
 def sentence_views(translator: Translator, translation: Translation) -> list[AttentionView]:
     """Every kind of attention the model has for the best output of one translation:
-    cross-attention, the alignment layer, encoder and decoder self-attention (those it has)."""
+    cross-attention, the alignment layer, hierarchical attention's sentence level, attention
+    pooling, encoder and decoder self-attention (those it has)."""
     best = translation.hypotheses[0]
     source, target = translation.source_pieces, translation.target_pieces[0]
     views = []
@@ -148,6 +185,12 @@ def sentence_views(translator: Translator, translation: Translation) -> list[Att
         views.append(AttentionView(CROSS_VIEW, "cross-attention", target, source, best.attention, note))  # fmt: skip
     if has_alignment_layer(translator.model):  # (1, heads, tgt_len, src_len)
         views.append(layer_view(translator, translation))
+    sentences = sentence_view(translator, translation)  # (layers, heads, tgt_len, K)
+    if sentences is not None:
+        views.append(sentences)
+    pooled = pooling_view(translator, translation)  # (1, 1, poolings, src_len)
+    if pooled is not None:
+        views.append(pooled)
     encoder, decoder = self_attention_weights(
         translator.model, source_ids_of(translator, translation), best.tokens, translator.device
     )
@@ -209,11 +252,21 @@ def viewer_data(
         raise ViewerError("nothing to show: every input line is empty")
     data = translator.run_config["data"]
     views = sentences[0]["views"]
-    cross = next((view for view in views if view["name"] == CROSS_VIEW), views[0])
-    layers = len(cross["layers"])
+    cross = next((view for view in views if view["name"] == CROSS_VIEW), None)
+    alignment = (pooling_only() if cross is None and not has_alignment_layer(translator.model)
+                 else alignment_data(translator, len((cross or views[0])["layers"])))  # fmt: skip
     return {"title": title, "pair": f"{data['src_lang']}→{data['tgt_lang']}",
             "model": run_title(translator.run_config), "sentences": sentences,
-            "alignment": alignment_data(translator, layers)}  # fmt: skip
+            "alignment": alignment}  # fmt: skip
+
+
+def pooling_only() -> dict[str, Any]:
+    """The alignment data of a model whose only weights are attention pooling's
+    (`attention=none attention.context=attention_pool`): no word links, no marked head;
+    the page opens on the pooling."""
+    return {"description": "attention pooling (no attention per output piece: no word links)",
+            "source": POOLING_VIEW, "reason": "the model has no attention per output piece",
+            "start": {"view": POOLING_VIEW, "layer": 0, "head": "mean"}, "marks": []}  # fmt: skip
 
 
 def alignment_data(translator: Translator, layers: int) -> dict[str, Any]:
@@ -268,6 +321,8 @@ def opening_line(data: dict[str, Any]) -> str:
     """Where the page of `data` opens and which head it marks, in words (for a message),
     layer and head counted from 0 as the page counts them."""
     alignment = data["alignment"]
+    if alignment["source"] == POOLING_VIEW:
+        return f"it opens on {alignment['description']}"
     if alignment["source"] == LAYER:
         return f"it opens on {alignment['description']}, which word links are read from"
     if alignment["source"] == DEFAULT:
@@ -369,15 +424,15 @@ function startView() {
   return Math.max(data.sentences[0].views.findIndex((view) => view.name === alignment.start.view), 0);
 }
 
-// The view word links are read from, marked on its button; none when alignment.start
-// names no view (the marks of the cross-attention's heads say it).
+// The view word links are read from, marked on its button: the alignment layer's; none
+// otherwise (the marks of the cross-attention's heads say it; attention pooling gives none).
 function linksMarks(views) {
   const mark = { label: "links", reason: "word links are read from " + alignment.description };
-  return views.map((view) => (view.name === alignment.start.view ? [mark] : []));
+  return views.map((view) => (view.name === "layer" && alignment.source === "layer" ? [mark] : []));
 }
 
 function linksLine() {
-  return alignment.start.view === undefined ? [] : ["Word links are read from " + alignment.description + "."];
+  return alignment.source !== "layer" ? [] : ["Word links are read from " + alignment.description + "."];
 }
 
 function element(tag, className, text) {

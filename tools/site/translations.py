@@ -28,6 +28,18 @@ LAB_FOLDER = "lab"
 # {locale: {experiment name: (its English title, the menu title in that language)}}
 LAB_TITLES = {
     "zh": {
+        "hierarchical": (
+            "Hierarchical attention on documents: words, then sentences",
+            "文档上的层次注意力：先词，后句",
+        ),
+        "pooling": (
+            "N vs 1: last state, mean or attention pooling",
+            "N vs 1：最后状态、平均还是注意力池化",
+        ),
+        "rnn_forms": (
+            "The four forms of an RNN: N vs N, N vs 1, 1 vs N, N vs M",
+            "RNN 的四种形式：N vs N、N vs 1、1 vs N、N vs M",
+        ),
         "vanishing_gradients": (
             "Vanishing gradients: RNN, GRU and LSTM",
             "梯度消失：RNN、GRU 与 LSTM",

@@ -23,6 +23,8 @@ A `CorpusSource` leaves subwords, encoding and caching to the shared pipeline, i
 is, with a sha256 of its content (`LocatedCorpus`; the prepared files are cached under a
 key of that hash and the settings, `seq2seq.data.record`), and writes the six split text
 files of cleaned pairs into the prepared folder, returning the counts the summary shows.
+With `data.documents` set, the pipeline then joins each split's pairs into pseudo-documents
+(`seq2seq.data.documents`) before the subwords are trained, so every corpus source has them.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.data.corpus import traditional_to_simplified
+from seq2seq.data.documents import build_documents
 from seq2seq.data.fetch import folder_lock
 from seq2seq.data.prepare import (
     PreparedData,
@@ -54,6 +57,7 @@ class DataSource:
     """Base class of the registered sources (module docstring)."""
 
     known_alignment = False  # True: `alignment` gives each target position's source
+    takes_documents = False  # True: data.documents may join its pairs (a CorpusSource)
 
     def validate(self, cfg: DataConfig) -> None:
         """Raise ValueError naming the first invalid key this source reads."""
@@ -77,6 +81,8 @@ class LocatedCorpus:
 
 class CorpusSource(DataSource):
     """A source prepared on disk by the shared pipeline (module docstring)."""
+
+    takes_documents = True
 
     def validate(self, cfg: DataConfig) -> None:
         cfg.check_corpus_settings()
@@ -108,6 +114,8 @@ class CorpusSource(DataSource):
         remove_damaged_reusable(cfg, folder)
         folder.mkdir(parents=True, exist_ok=True)
         corpus_summary = self.write_splits(cfg, corpus, folder)
+        if cfg.documents is not None:
+            corpus_summary |= build_documents(cfg, folder)
         return encode_splits(cfg, folder, corpus_summary)
 
     def locate(self, cfg: DataConfig) -> LocatedCorpus:

@@ -1,5 +1,6 @@
 """The attention package: one `Attention` class for every score × region × heads, and
-`NoAttention`, the fixed-context baseline.
+`NoAttention`, the fixed-context baseline, and `HierarchicalAttention`, words within each
+sentence, then the sentences (`hierarchical.py`).
 
 Every attention implements the contract of `interface.MemoryAttention` (shapes there):
 `project_memory(keys, values)` once per sentence, then `attend(query, proj_keys,
@@ -20,12 +21,14 @@ from seq2seq.models.attention.attention import (
     self_attention,
     self_attention_flops,
 )
+from seq2seq.models.attention.hierarchical import HierarchicalAttention
 from seq2seq.models.attention.none import NoAttention
 from seq2seq.models.attention.options import attention_choice, component_name, component_node
 from seq2seq.models.attention.regions import LOCAL_MODES
 
 __all__ = [
     "Attention",
+    "HierarchicalAttention",
     "NoAttention",
     "recording_weights",
     "self_attention",

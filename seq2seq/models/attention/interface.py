@@ -29,6 +29,10 @@ key projections, Bahdanau et al. 2015 §A.1.2):
    or before it (self-attention of a decoder). `query_positions` `(tgt_len,)` or `(batch,
    tgt_len)` gives the target position of each query to attentions that place a window
    (local-m); by default `arange(tgt_len)`, so a decoder stepping passes the step index.
+   An attention that reads the source's sentences (`reads_sentences = True`, the
+   hierarchical attention's) also takes `segments` `(batch, src_len)` long, the sentence
+   of each key; a decoder passes it only when the model gives it, so no other attention
+   sees the keyword.
 
 An implementation also exposes `query_dim`, `key_dim`, `value_dim` and `output_dim` (the
 decoder sizes its layers by `output_dim`), checks its inputs' shapes with
@@ -38,6 +42,8 @@ attention must pass: `seq2seq.testing.check_component("attention", name)`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from torch import nn
@@ -80,8 +86,10 @@ class MemoryAttention(nn.Module):
         causal: bool = False,
         query_positions: torch.Tensor | None = None,
         need_weights: bool = True,
+        **extras: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`project_memory` then `attend`."""
+        """`project_memory` then `attend` (`extras`: the keywords only some attentions take,
+        `segments`)."""
         return self.attend(
             query,
             *self.project_memory(keys, values),
@@ -89,4 +97,5 @@ class MemoryAttention(nn.Module):
             causal=causal,
             query_positions=query_positions,
             need_weights=need_weights,
+            **extras,
         )

@@ -35,8 +35,10 @@ from seq2seq.models.costs import linear
 from seq2seq.models.decoders.common import (
     CachedDecoder,
     check_memory,
+    segment_keyword,
     stack_layers,
     target_positions,
+    with_segments,
 )
 from seq2seq.models.dropout import ElementDropout
 from seq2seq.models.family_fields import ConvS2SConfig
@@ -70,8 +72,10 @@ class CNNDecoderLayer(nn.Module):
         src_mask: torch.Tensor,
         positions: torch.Tensor,
         need_weights: bool,
+        segments: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-        """x (B, T, hidden) after the `past` (B, k-1, hidden) inputs; target g (B, T, hidden).
+        """x (B, T, hidden) after the `past` (B, k-1, hidden) inputs; target g (B, T, hidden);
+        `segments` (B, S): the source's sentences, for an attention that reads them.
 
         Returns h^l (B, T, hidden), weights (B, H, T, S) or None, and the new past.
         """
@@ -80,7 +84,8 @@ class CNNDecoderLayer(nn.Module):
         gated = F.glu(convolved, dim=-1)  # z: (B, T, hidden)
         query = (self.query_proj(gated) + target) * SQRT_HALF  # d: (B, T, hidden)
         context, weights = self.attention.attend(
-            query, *memory, src_mask, query_positions=positions, need_weights=need_weights
+            query, *memory, src_mask, query_positions=positions, need_weights=need_weights,
+            **segment_keyword(segments),
         )  # (B, T, hidden), (B, H, T, S)
         attended = (gated + context) * SQRT_HALF
         new_past = window[:, window.size(1) - (self.kernel_size - 1) :]  # (B, k-1, hidden)
@@ -107,6 +112,7 @@ class CNNDecoder(CachedDecoder):
     """
 
     source_state = frozenset(("proj_keys", "proj_values", "src_mask"))
+    starts_from_summary = False  # init_hidden is ignored
 
     def __init__(
         self,
@@ -153,19 +159,24 @@ class CNNDecoder(CachedDecoder):
         return linear(tokens, embed_dim, hidden) + layers * per_layer, layers
 
     def init_state(
-        self, memory: torch.Tensor, src_mask: torch.Tensor, init_hidden: torch.Tensor | None = None
+        self,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor,
+        init_hidden: torch.Tensor | None = None,
+        segments: torch.Tensor | None = None,
     ) -> DecoderState:
-        """Project every layer's attention keys/values once; zero convolution caches."""
+        """Project every layer's attention keys/values once; zero convolution caches.
+        `segments (B, S)`: the source's sentences, for an attention that reads them."""
         check_memory(memory, src_mask, self.hidden_size)
         projected = [layer.attention.project_memory(memory, memory) for layer in self.layers]
         past = memory.new_zeros(memory.size(0), self.kernel_size - 1, self.hidden_size)
-        return {
+        return with_segments({
             "proj_keys": [keys for keys, _ in projected],  # per layer (B, H, S, *)
             "proj_values": [values for _, values in projected],  # per layer (B, H, S, *)
             "src_mask": src_mask,
             "conv_past": [past] * len(self.layers),  # per layer (B, k-1, hidden)
             "position": 0,
-        }
+        }, segments)
 
     def _run(
         self, tgt_embedded: torch.Tensor, state: DecoderState, need_weights: bool
@@ -186,6 +197,7 @@ class CNNDecoder(CachedDecoder):
                 state["src_mask"],
                 query_positions,
                 need_weights,
+                state.get("segments"),
             )
             weights.append(layer_weights)  # (B, H, T, S) or None
             pasts.append(past)

@@ -21,6 +21,18 @@ def check_memory(memory: torch.Tensor, src_mask: torch.Tensor, hidden_size: int)
         )
 
 
+def segment_keyword(segments: torch.Tensor | None) -> dict[str, torch.Tensor]:
+    """`{"segments": segments}` for an attention that reads the source's sentences
+    (`seq2seq.models.attention.hierarchical`), `{}` without: the keyword arguments a decoder
+    adds to `init_state` and `attend`, so that every other attention is called as before."""
+    return {} if segments is None else {"segments": segments}
+
+
+def with_segments(state: DecoderState, segments: torch.Tensor | None) -> DecoderState:
+    """The state with the source's sentence index per position `(B, S)` long, when given."""
+    return state if segments is None else {**state, "segments": segments}
+
+
 def check_target(tgt_embedded: torch.Tensor, embed_dim: int, *, single_step: bool) -> None:
     """Raise ValueError unless `tgt_embedded` is `(B, T, embed_dim)`, with T == 1 for a step."""
     if tgt_embedded.dim() != 3 or tgt_embedded.size(-1) != embed_dim:

@@ -41,7 +41,9 @@ from seq2seq.models.decoders.common import (
     check_memory,
     check_target,
     concat_steps,
+    segment_keyword,
     target_positions,
+    with_segments,
 )
 from seq2seq.models.dropout import ElementDropout
 from seq2seq.models.rnn_cells import Cell, cell_kind, recurrent_flops, set_forget_bias
@@ -131,11 +133,16 @@ class RNNDecoder(Decoder):
         return rnn + linear(tokens, combined, hidden), 1
 
     def init_state(
-        self, memory: torch.Tensor, src_mask: torch.Tensor, init_hidden: torch.Tensor | None
+        self,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor,
+        init_hidden: torch.Tensor | None,
+        segments: torch.Tensor | None = None,
     ) -> DecoderState:
         """Project the attention keys once and set every layer's state to `init_hidden`.
 
-        `init_hidden (B, hidden_size)`; None starts from zeros.
+        `init_hidden (B, hidden_size)`; None starts from zeros. `segments (B, S)`: the
+        source's sentence of each position, for an attention that reads them.
         """
         check_memory(memory, src_mask, self.hidden_size)
         batch = memory.size(0)
@@ -154,6 +161,7 @@ class RNNDecoder(Decoder):
             "hidden": hidden,
             "position": 0,
         }
+        state = with_segments(state, segments)
         if self.cell == "lstm":
             state["cell"] = hidden.clone()  # (B, layers, hidden)
         if self.style == "luong":
@@ -274,6 +282,7 @@ class RNNDecoder(Decoder):
             state["src_mask"],
             query_positions=positions,
             need_weights=need_weights,
+            **segment_keyword(state.get("segments")),
         )
 
     def _combine(

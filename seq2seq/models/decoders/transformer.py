@@ -41,8 +41,10 @@ from seq2seq.models.decoders.common import (
     CachedDecoder,
     check_memory,
     check_target,
+    segment_keyword,
     stack_layers,
     target_positions,
+    with_segments,
 )
 from seq2seq.models.dropout import dropout_layer
 from seq2seq.models.family_fields import TransformerConfig
@@ -85,10 +87,12 @@ class TransformerDecoderLayer(nn.Module):
         positions: torch.Tensor,
         need_weights: bool,
         target_mask: torch.Tensor | None = None,
+        segments: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, KeyValue]:
         """x (B, T, hidden) continuing after the `past` self-attention keys/values (or None).
         `target_mask` (B, T) bool, True = real target: self-attention sees every real
-        position, not only the earlier ones (no future mask); None: causal.
+        position, not only the earlier ones (no future mask); None: causal. `segments`
+        (B, S): the source's sentences, for a cross-attention that reads them.
 
         Returns x (B, T, hidden), cross-attention weights (B, H, T, S) or None, and the
         self-attention keys/values of all positions so far.
@@ -101,7 +105,8 @@ class TransformerDecoderLayer(nn.Module):
         x = x + self.dropout(context)
         normed = self.cross_norm(x)
         context, weights = self.cross_attention.attend(
-            normed, *cross, src_mask, query_positions=positions, need_weights=need_weights
+            normed, *cross, src_mask, query_positions=positions, need_weights=need_weights,
+            **segment_keyword(segments),
         )  # (B, T, hidden), (B, H, T, S)
         x = x + self.dropout(context)
         x = x + self.dropout(self.feed_forward(self.ff_norm(x)))
@@ -137,6 +142,7 @@ class TransformerDecoder(CachedDecoder):
     """
 
     source_state = frozenset(("cross_keys", "cross_values", "src_mask"))
+    starts_from_summary = False  # init_hidden is ignored
 
     def __init__(
         self,
@@ -192,19 +198,24 @@ class TransformerDecoder(CachedDecoder):
         return width_change(tokens, embed_dim, hidden) + layers * per_layer, layers
 
     def init_state(
-        self, memory: torch.Tensor, src_mask: torch.Tensor, init_hidden: torch.Tensor | None = None
+        self,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor,
+        init_hidden: torch.Tensor | None = None,
+        segments: torch.Tensor | None = None,
     ) -> DecoderState:
-        """Project every layer's cross-attention keys/values once; empty self-attention caches."""
+        """Project every layer's cross-attention keys/values once; empty self-attention caches.
+        `segments (B, S)`: the source's sentences, for a cross-attention that reads them."""
         check_memory(memory, src_mask, self.hidden_size)
         cross = [layer.cross_attention.project_memory(memory, memory) for layer in self.layers]
-        return {
+        return with_segments({
             "cross_keys": [keys for keys, _ in cross],  # per layer (B, H, S, *)
             "cross_values": [values for _, values in cross],  # per layer (B, H, S, *)
             "src_mask": src_mask,
             "self_keys": [None] * len(self.layers),
             "self_values": [None] * len(self.layers),
             "position": 0,
-        }
+        }, segments)
 
     def forward(
         self,
@@ -247,7 +258,8 @@ class TransformerDecoder(CachedDecoder):
             past = _cached(state, index)
             cross = (state["cross_keys"][index], state["cross_values"][index])
             x, layer_weights, (keys, values) = layer(
-                x, past, cross, state["src_mask"], query_positions, need_weights, target_mask
+                x, past, cross, state["src_mask"], query_positions, need_weights, target_mask,
+                state.get("segments"),
             )
             weights.append(layer_weights)  # (B, H, T, S) or None
             self_keys.append(keys)
