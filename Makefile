@@ -64,11 +64,16 @@ clean:
 bench: $(STAMP)
 	$(PY) scripts/bench.py $(ARGS)
 
-# This project against JoeyNMT 2.3.0, measured back to back on this machine: both train the
-# reference shapes (transformer_small, gru_additive) for 4 min each on the same data, then
-# decode the same test sentences greedy and beam 5; figures and ratios appended to
-# tools/bench/LOG.md. JoeyNMT lives in its own virtual environment, .peer/joeynmt (made on first
-# use: torch==2.13.0 first, then joeynmt==2.3.0). About 35 min on 2 cores. A smoke run:
+# This project against JoeyNMT 2.3.0 and OpenNMT-py 3.5.1, measured back to back on this
+# machine: each trains the reference shapes (transformer_small, gru_additive) for 4 min on the
+# same data, then decodes the same test sentences greedy and beam 5; figures and ratios
+# appended to tools/bench/LOG.md. Each peer lives in its own virtual environment under .peer/
+# (made on first use: torch==2.13.0 first, then the toolkit; OpenNMT-py with --no-deps, as it
+# pins torch<2.3). ARGS="--peers joeynmt" measures one. About 55 min on 2 cores. Time to
+# quality as well (each framework trains 30 min per shape, saving every minute; minutes to
+# greedy valid BLEU 15 and 20 and their ratios), about 4 h more:
+#   make bench-peer ARGS="--quality 15 20 --quality-minutes 30"
+# A smoke run (add --quality 0.5 --quality-minutes 1 --quality-every 0.25 --quality-sentences 20):
 #   make bench-peer ARGS="--minutes 0.3 --sentences 20 --log-every 2 --warmup-updates 2 \
 #     --decode-reps 1 --out /tmp/peer.md"
 .PHONY: bench-peer

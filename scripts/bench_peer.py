@@ -1,8 +1,11 @@
-"""`make bench-peer`: this project against JoeyNMT 2.3.0, measured back to back here.
+"""`make bench-peer`: this project against JoeyNMT 2.3.0 and OpenNMT-py 3.5.1, back to back here.
 
-    python scripts/bench_peer.py                       # 2 shapes × 2 frameworks × 4 min, ~35 min
+    python scripts/bench_peer.py                       # 2 shapes × 3 frameworks × 4 min, ~55 min
+    python scripts/bench_peer.py --peers opennmt       # ours and OpenNMT-py only
     python scripts/bench_peer.py --minutes 0.3 --sentences 20 --log-every 2 \\
         --warmup-updates 2 --decode-reps 1 --out /tmp/peer.md     # a smoke run, ~5 min
+    python scripts/bench_peer.py --quality 15 20 --quality-minutes 30   # and time to quality:
+        # + 2 shapes × 3 frameworks × (30 min + scoring 30 checkpoints), ~4 h more
 
 What it does, step by step, and the differences that remain: `tools.bench.peer`.
 """
@@ -29,8 +32,8 @@ from seq2seq.cli.checked_options import (
 )
 from tools.bench.entry import save_entry
 from tools.bench.peer.benchmark_entry import build_entry
-from tools.bench.peer.processes import PeerOptions, check_options
-from tools.bench.peer.shared_settings import SHAPES
+from tools.bench.peer.peer_options import PeerOptions, check_options
+from tools.bench.peer.shared_settings import PEERS, SHAPES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(description=__doc__.split("\n")[0])
     add = parser.add_argument
     add("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
+    add("--peers", nargs="+", choices=list(PEERS), default=list(PEERS), help="the peer toolkits")
     add(
         "--minutes",
         type=number(0, 24 * 60, low_open=True),
@@ -56,7 +60,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--decode-reps", type=count, default=3, help="decoding passes, the median is reported")
     add("--matmul-reps", type=count, default=10)
-    add("--peer-venv", type=Path, default=Path(".peer/joeynmt"))
+    add(
+        "--peer-root",
+        type=Path,
+        default=Path(".peer"),
+        help="each peer's virtual environment is PEER_ROOT/<peer> (made when missing)",
+    )
+    add(
+        "--quality",
+        type=number(0, 100, low_open=True),
+        nargs="+",
+        metavar="BLEU",
+        help="time to quality: training minutes of each framework to these greedy valid BLEU "
+        "(off when not given)",
+    )
+    add(
+        "--quality-minutes",
+        type=number(0, 24 * 60, low_open=True),
+        default=30.0,
+        help="time to quality: training budget per framework and shape",
+    )
+    add(
+        "--quality-every",
+        type=number(0, 24 * 60, low_open=True),
+        default=1.0,
+        help="time to quality: training minutes between two saved checkpoints",
+    )
+    add(
+        "--quality-sentences",
+        type=count,
+        default=500,
+        help="time to quality: valid pairs every checkpoint is scored on",
+    )
     add("--work-dir", type=Path, help="default: bench/peer/<date_time>")
     add("--out", type=Path, default=Path("tools/bench/LOG.md"), help="the file to append to")
     return parser
@@ -65,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
 def options_from(args: argparse.Namespace) -> PeerOptions:
     stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     work_dir = (args.work_dir or Path("bench/peer") / stamp).absolute()
-    return check_options(PeerOptions(**(vars(args) | {"work_dir": work_dir, "root": ROOT})))
+    fixed = {"work_dir": work_dir, "root": ROOT, "peer_root": args.peer_root.absolute()}
+    return check_options(PeerOptions(**(vars(args) | fixed)))
 
 
 def main(argv: list[str] | None = None) -> int:

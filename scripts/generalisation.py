@@ -39,6 +39,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {shown_path(path)} | {result.valid_bleu:.2f} | {result.test_bleu:.2f} | "
               f"{gap.gap:+.2f} [{gap.ci_low:+.2f}, {gap.ci_high:+.2f}] | "
               f"{result.rare_bleu:.2f} ({result.rare_sentences}) |")  # fmt: skip
+    print("\n| checkpoint | split | rare-character slice BLEU (sentences) | unseen characters: "
+          "BLEU as they are / deleted (sentences) |")
+    print("|---|---|---|---|")
+    for path, result in found.items():
+        for split, rare in result.rare_chars.items():
+            unseen = result.unseen_chars[split]
+            print(f"| {shown_path(path)} | {split} | {rare.bleu:.2f} ({rare.sentences}) | "
+                  f"{unseen.with_them:.2f} / {unseen.without_them:.2f} ({unseen.sentences}) |")
     for path, result in found.items():
         print(f"\n{shown_path(path)}:")
         for source, reference, translation in result.probes:

@@ -1,5 +1,6 @@
 """`make bench-peer` (tools.bench.peer): log parsing, the generated JoeyNMT config, the data
-export and the tables. Fast: no virtual environment, no JoeyNMT, no training."""
+export and the tables. Fast: no virtual environment, no JoeyNMT, no training. OpenNMT-py's
+side: tests/test_bench_peer_opennmt.py."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tools.bench.peer.data_export import write_export
 from tools.bench.peer.joey_config import joey_config
 from tools.bench.peer.ours import our_config
 from tools.bench.peer.peer_env import peer_versions
-from tools.bench.peer.processes import PeerOptions, check_options
+from tools.bench.peer.peer_options import PeerOptions, check_options
 from tools.bench.peer.result_tables import decoding_table, ratio, training_table
 from tools.bench.peer.shared_settings import DEV_PAIRS
 from tools.bench.peer.throughput_logs import (
@@ -229,16 +230,19 @@ def test_the_training_table_shows_both_sides_and_the_ratio():
     rows = {
         "transformer_small": {
             "ours": {"tok_s": 2953.4, "intervals": 9, "updates": 612, "parameters": 7578624},
-            "joey": {"tok_s": 471.0, "intervals": 3, "updates": 98, "parameters": 7579136},
+            "joeynmt": {"tok_s": 471.0, "intervals": 3, "updates": 98, "parameters": 7579136},
         },
-        "gru_additive": {"ours": {"tok_s": None, "intervals": 0}, "joey": {}},
+        "gru_additive": {"ours": {"tok_s": None, "intervals": 0}, "joeynmt": {}},
     }
-    lines = training_table(rows)
-    assert lines[0].startswith("| shape | ours tgt tok/s | JoeyNMT tgt tok/s | ours / JoeyNMT")
-    assert lines[2] == (
-        "| transformer_small | 2,953 | 471 | 6.3× | 612 | 98 | 9, 3 | 7,578,624, 7,579,136 |"
+    lines = training_table(rows, ["joeynmt"])
+    assert lines[0] == (
+        "| shape | ours tgt tok/s | JoeyNMT tgt tok/s | ours / JoeyNMT | updates (ours, JoeyNMT)"
+        " | intervals (ours, JoeyNMT) | params (ours, JoeyNMT) |"
     )
-    assert lines[3] == "| gru_additive | — | — | — | — | — | 0, 0 | —, — |"
+    assert lines[2] == (
+        "| transformer_small | 2,953 | 471 | 6.3× | 612, 98 | 9, 3 | 7,578,624, 7,579,136 |"
+    )
+    assert lines[3] == "| gru_additive | — | — | — | —, — | 0, 0 | —, — |"
     assert all(line.count("|") == lines[0].count("|") for line in lines)
 
 
@@ -251,7 +255,7 @@ def test_the_decoding_table_gives_rates_and_ratios():
         "1": {"seconds": 10.0, "sentences": 20, "tokens": 500, "bleu": 1.0},
         "5": {"seconds": 40.0, "sentences": 20, "tokens": 640, "bleu": None},
     }
-    lines = decoding_table({"gru_additive": {"ours": ours, "joey": joey}})
+    lines = decoding_table({"gru_additive": {"ours": ours, "joeynmt": joey}}, ["joeynmt"])
     assert len(lines) == 4  # header, rule, greedy, beam 5
     # greedy: 10.0 vs 2.0 sent/s (5.0×), 150 vs 50 tok/s (3.0×)
     assert lines[2] == (
@@ -265,9 +269,10 @@ def test_the_decoding_table_gives_rates_and_ratios():
 
 def peer_options(tmp_path: Path, **changes) -> PeerOptions:
     """The command line's defaults, with `changes`."""
-    values = dict(shapes=["gru_additive"], minutes=4.0, threads=2, sentences=1000, log_every=10,
-                  warmup_updates=20, decode_reps=3, matmul_reps=10, peer_venv=tmp_path / "venv",
-                  work_dir=tmp_path / "work", out=tmp_path / "out.md", root=tmp_path)  # fmt: skip
+    values = dict(shapes=["gru_additive"], peers=["joeynmt", "opennmt"], minutes=4.0, threads=2,
+                  sentences=1000, log_every=10, warmup_updates=20, decode_reps=3, matmul_reps=10,
+                  peer_root=tmp_path / "peers", work_dir=tmp_path / "work",
+                  out=tmp_path / "out.md", root=tmp_path)  # fmt: skip
     return PeerOptions(**(values | changes))
 
 
@@ -287,14 +292,15 @@ def test_options_keep_a_positive_budget_and_clip_a_negative_warmup(tmp_path):
 
 def test_the_peer_driver_runs_without_this_package(tmp_path):
     """The peer environment has JoeyNMT but not seq2seq: its driver file must start with the
-    standard library alone (here: an interpreter that cannot import seq2seq, -I -S)."""
+    standard library and `quality_clock` beside it (here: an interpreter that cannot import
+    seq2seq, -S -E -s: no site-packages, no PYTHONPATH)."""
     done = subprocess.run(
-        [sys.executable, "-I", "-S", driver.__file__, "--help"],
+        [sys.executable, "-S", "-E", "-s", driver.__file__, "--help"],
         capture_output=True, text=True, cwd=tmp_path, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "train" in done.stdout and "decode" in done.stdout
+    assert all(task in done.stdout for task in ("train", "decode", "quality"))
 
 
 def test_a_missing_peer_environment_reports_no_versions(tmp_path):
-    assert peer_versions(tmp_path / "bin" / "python") is None
+    assert peer_versions(tmp_path / "bin" / "python", "joeynmt") is None

@@ -94,6 +94,14 @@ def test_the_wheel_installs_no_workshop_module(installed, tmp_path):
     assert workshop == []
 
 
+def test_every_command_of_pyproject_is_installed(installed, tmp_path):
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    commands = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert [name for name in commands if not (installed / name).is_file()] == []
+    usage = run([str(installed / "seq2seq-align-both"), "--help"], cwd=tmp_path).stdout
+    assert usage.startswith("usage: seq2seq-align-both")
+
+
 def test_train_then_translate_from_an_empty_folder(installed, tmp_path):
     run([str(installed / "seq2seq-train"), "data=toy_copy", "data.source.train_size=256",
          "data.source.valid_size=16", "data.source.test_size=16", "encoder=gru", "decoder=gru",

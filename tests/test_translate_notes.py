@@ -16,11 +16,17 @@ import pytest
 from lexicon_model import MAX_PIECES, lexicon_checkpoint
 
 from seq2seq.config.search_settings import SearchSettings
-from seq2seq.search.translator import Translator, input_notes
+from seq2seq.search.translator import Translator, input_notes, unknown_characters
+from seq2seq.special_tokens import UNK_ID
 
 LONG = "我喜欢猫。" * 6  # one piece a character: 30 pieces
 ENGLISH = "Hello world."  # 10 Latin letters, no Chinese character
 PLAIN = "汤姆吃米饭。"
+UNSEEN = "汤姆吃龘饭。"  # 龘 is in no training sentence of the lexicon model
+UNSEEN_NOTE = (
+    "1 character outside the model's source vocabulary, read as <unk>: 龘 "
+    "(the translation may leave them out)"
+)
 ENGLISH_NOTE = (
     "0 of its 10 letters are Chinese characters, the script of the model's source language "
     "zh: is it in another language? Translated anyway"
@@ -57,24 +63,35 @@ def test_each_translation_counts_its_sources_pieces(translator):
 
 
 def test_the_notes_say_what_happened_to_each_line(translator):
-    translations = translator.translate([LONG, ENGLISH, PLAIN], SearchSettings(beam_size=1))
+    lines = [LONG, ENGLISH, PLAIN, UNSEEN]
+    translations = translator.translate(lines, SearchSettings(beam_size=1))
     notes = [input_notes(t, translator.src_tokenizer) for t in translations]
     given = len(translator.src_tokenizer.encode(LONG))
-    assert notes == [[cut_note(given)], [ENGLISH_NOTE], []]
+    assert notes == [[cut_note(given)], [ENGLISH_NOTE], [], [UNSEEN_NOTE]]
+
+
+def test_the_unknown_characters_are_those_the_tokeniser_reads_as_unk(translator):
+    tokenizer = translator.src_tokenizer
+    source = "龘汤姆 吃龘饭 。㐀"
+    by_hand = [c for c in dict.fromkeys(source) if c != " " and tokenizer.encode(c) == [UNK_ID]]
+    assert by_hand == ["龘", "㐀"]
+    assert unknown_characters(source, tokenizer) == by_hand
+    assert unknown_characters(PLAIN, tokenizer) == []
 
 
 def test_seq2seq_translate_warns_on_stderr_naming_the_line(checkpoint, translator):
     """Run as a user runs it (its own process, its default logging): one warning line on
     stderr per doubtful line, and every line translated."""
     command = [sys.executable, "-m", "seq2seq.cli.translate", str(checkpoint), PLAIN, LONG,
-               ENGLISH, "--beam-size", "1"]  # fmt: skip
+               ENGLISH, UNSEEN, "--beam-size", "1"]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    assert len(done.stdout.splitlines()) == 3
+    assert len(done.stdout.splitlines()) == 4
     given = len(translator.src_tokenizer.encode(LONG))
     assert done.stderr.splitlines() == [
         f"WARNING: line 2: {given} source pieces, truncated to the model's limit of {MAX_PIECES}",
         f"WARNING: line 3: {ENGLISH_NOTE}",
+        f"WARNING: line 4: {UNSEEN_NOTE}",
     ]
 
 

@@ -41,7 +41,9 @@ line says what, naming the line: a line longer than the model's limit (`data.max
 pieces) is cut to it (`WARNING: line 3: 230 source pieces, truncated to the model's limit
 of 100`), and a line hardly in the script of the model's source language may be in another
 language (`WARNING: line 4: 0 of its 10 letters are Chinese characters, ...`;
-`seq2seq.data.script_check`).
+`seq2seq.data.script_check`), and characters outside the source vocabulary are read as
+<unk> (`WARNING: line 5: 1 character outside the model's source vocabulary, read as <unk>:
+龘 ...`; a model prepared with `data.byte_fallback=true` spells them in bytes instead).
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ from seq2seq.cli.common import (
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.output_folders import OutputPlaceError, writing_file
 from seq2seq.progress_bars import NO_PROGRESS_HELP
-from seq2seq.search.translator import Translation, Translator, script_note
+from seq2seq.search.translator import Translation, Translator, reading_note
 from seq2seq.visualise.probes import Probe, probes_for
 from seq2seq.visualise.text_matrix import attention_matrix_text
 
@@ -147,7 +149,7 @@ def translate_ctranslate2(args: argparse.Namespace, settings: SearchSettings, li
         print(f"seq2seq-translate: {one_line(error)}", file=sys.stderr)
         return 2
     translations = translator.translate(lines, settings, args.alignments)
-    warn_about_scripts(translations, translator.src_tokenizer)
+    warn_about_sources(translations, translator.src_tokenizer)
     links = None
     if args.alignments:
         head = translator.meta.get("alignment")
@@ -185,12 +187,13 @@ def read_lines(args: argparse.Namespace) -> list[str]:
     return decode_lines(stream, "standard input")
 
 
-def warn_about_scripts(translations: Sequence[Translation], src_tokenizer) -> None:
-    """One warning per line hardly in the script of the model's source language
-    (`seq2seq.search.translator.script_note`), naming the line from 1. (The translator
-    warns of each line it cuts to the model's limit.)"""
+def warn_about_sources(translations: Sequence[Translation], src_tokenizer) -> None:
+    """One warning per line hardly in the script of the model's source language, or else
+    with characters outside the source vocabulary (`seq2seq.search.translator.reading_note`),
+    naming the line from 1. (The translator warns of
+    each line it cuts to the model's limit.)"""
     for number, translation in enumerate(translations, 1):
-        note = script_note(translation, src_tokenizer)
+        note = reading_note(translation, src_tokenizer)
         if note is not None:
             log.warning("line %d: %s", number, note)
 
@@ -276,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     translations = translator.translate(
         lines, settings, need_weights, progress=not args.no_progress
     )
-    warn_about_scripts(translations, translator.src_tokenizer)
+    warn_about_sources(translations, translator.src_tokenizer)
     links = None
     if args.alignments:
         try:

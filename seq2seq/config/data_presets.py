@@ -37,6 +37,7 @@ CHECKPOINT_DATA_FIELDS = (
     "tgt_vocab_size",
     "model_type",
     "vocab_cap",
+    "byte_fallback",
     "spm_sample_size",
     "max_tokens",
     "max_len",

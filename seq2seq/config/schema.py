@@ -106,6 +106,7 @@ class TrainerConfig:
     compile: bool = False  # torch.compile the training forward + loss (see BENCHMARKS.md)
     resume: str | None = None  # checkpoint file, run folder, "last", or "auto" (this run folder)
     average_last: int = 0  # average the weights of the last N validations; kept if select_metric improves
+    ema_decay: float = 0.0  # d > 0: validate, select and test an exponential moving average of the weights
     valid_max_sentences: int | None = None  # evenly spaced subset of the valid split
     max_nonfinite_steps: int = 10  # stop after N updates in a row with a NaN/inf loss or grad norm
     test_search: SearchSettings = field(default_factory=SearchSettings)

@@ -48,6 +48,7 @@ class TrainerSettings:
     # Validation.
     valid_max_sentences: int | None
     average_last: int
+    ema_decay: float  # 0: off
     # From the other sections of the config.
     max_tokens: int  # data.max_tokens: the batches' size, training and validation
     progress_bar: bool  # logging.progress_bar
@@ -84,6 +85,7 @@ class TrainerSettings:
             converged_validations=trainer.converged_validations,
             valid_max_sentences=trainer.valid_max_sentences,
             average_last=trainer.average_last,
+            ema_decay=trainer.ema_decay,
             max_tokens=cfg.data.max_tokens,
             progress_bar=cfg.logging.progress_bar,
             text_samples=cfg.logging.text_samples,

@@ -259,6 +259,7 @@ SECTION_RULES: dict[str, dict[str, Rule]] = {
         "seed": in_range(0, MAX_SEED, high_open=False),
         "threads": at_least(0),
         "average_last": at_least(0),
+        "ema_decay": FRACTION,
         "valid_max_sentences": optional(at_least(1)),
         "max_nonfinite_steps": at_least(1),
         "device": device_rule,

@@ -393,6 +393,7 @@ def _subword_tokenizer(
         vocab_cap=cfg.vocab_cap,
         sample=sample,
         user_symbols=user_symbols,
+        byte_fallback=cfg.byte_fallback,
         **options,
     )
     if user_symbols and tokenizer.id_to_piece(SEP_ID) != SEP_PIECE:  # models find it by id

@@ -62,7 +62,7 @@ RENAMED_SOURCES = {"parallel": "tabular"}  # old data.kind -> data.source.name
 DOCUMENTS_KEY = "data.documents"
 # Keys added after the record key's layout was fixed: left out of `flat_settings` while
 # null (off), so that the folders prepared without them keep their records.
-KEYED_WHEN_SET = ("documents",)
+KEYED_WHEN_SET = ("documents", "byte_fallback")
 
 
 class DocumentOrder(Enum):
@@ -114,6 +114,10 @@ class DataConfig:
     # it): false stops with the largest possible size in the message; true uses that largest
     # size, with a warning naming the size asked and the size used.
     vocab_cap: bool = False
+    # A character the subword model lacks (unseen in training, or past the 0.9995 character
+    # coverage of Chinese): false makes it <unk>; true spells it in its UTF-8 bytes, pieces
+    # <0x00>..<0xFF> of the vocabulary (sentencepiece's byte fallback), so no text is lost.
+    byte_fallback: bool = False
     # Train sentencepiece on at most this many sentences of the training side, a random
     # sample (seeded by data.seed) when it has more; null: every sentence. A training side
     # that fits is trained on whole, exactly as before samples existed.
@@ -274,12 +278,12 @@ def flat_settings(cfg: DataConfig) -> dict[str, Any]:
     keys the preparation records (`seq2seq.data.record`): a folder prepared before keeps
     its record. The old corpus keys that the chosen source lacks hold their old defaults
     (the tabular source's), as they did; an option with no old key is `source.<option>`. A
-    newer key (`KEYED_WHEN_SET`) is there only when it is set, not null."""
+    newer key (`KEYED_WHEN_SET`) is there only when it is set, not its default (null, false)."""
     flat = {
         item.name: getattr(cfg, item.name)
         for item in fields(cfg)
         if item.name != "source"
-        and not (item.name in KEYED_WHEN_SET and getattr(cfg, item.name) is None)
+        and not (item.name in KEYED_WHEN_SET and getattr(cfg, item.name) == item.default)
     }
     old_names = {new.removeprefix("source."): old for old, new in MOVED_KEYS.items()}
     tabular = registry.get("source", DEFAULT_SOURCE).options

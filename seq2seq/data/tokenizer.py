@@ -154,6 +154,7 @@ def spm_settings(
     model_type: str,
     text_langs: Sequence[str],
     user_symbols: Sequence[str] = (),
+    byte_fallback: bool = False,
 ) -> dict[str, object]:
     """sentencepiece training settings that depend on the languages of the text.
 
@@ -162,6 +163,8 @@ def spm_settings(
     character coverage of 0.9995 (its rarest characters become <unk>) instead of 1.
     `user_symbols` (the separator of pseudo-documents) are each kept one piece wherever
     they occur; none: the settings, and so the cache key, of a model trained before them.
+    `byte_fallback` spells a character outside the model in its UTF-8 bytes instead of
+    <unk> (256 byte pieces join the vocabulary); off, the settings are those of before it.
     """
     unspaced = [is_unspaced_cjk(lang) for lang in text_langs]
     settings: dict[str, object] = {
@@ -172,6 +175,8 @@ def spm_settings(
     }
     if user_symbols:
         settings["user_defined_symbols"] = list(user_symbols)
+    if byte_fallback:
+        settings["byte_fallback"] = True
     return settings
 
 
@@ -202,12 +207,14 @@ class SubwordTokenizer:
         vocab_cap: bool = False,
         sample: SentenceSample | None = None,
         user_symbols: Sequence[str] = (),
+        byte_fallback: bool = False,
     ) -> SubwordTokenizer:
         """Train on `texts`, or load the cached model trained on the same text and settings.
 
         `texts` is read several times (hash, training). `text_langs` are the languages in
         `texts` (default `[lang]`; both for a joint model). `sample` bounds the sentences
-        trained on (module docstring). `user_symbols` are pieces kept whole (`spm_settings`).
+        trained on (module docstring). `user_symbols` are pieces kept whole, `byte_fallback`
+        spells unknown characters in bytes (`spm_settings`).
 
         `vocab_key` names the setting in the VocabularySizeError raised when `vocab_size` is
         larger than the text allows (sentencepiece's hard limit, kept on purpose so that the
@@ -215,7 +222,9 @@ class SubwordTokenizer:
         With `vocab_cap` that largest size is used instead (module docstring): the
         tokenizer's `vocab_size` then says which.
         """
-        settings = spm_settings(vocab_size, model_type, text_langs or [lang], user_symbols)
+        settings = spm_settings(
+            vocab_size, model_type, text_langs or [lang], user_symbols, byte_fallback
+        )
         path, rows = model_path(folder, lang, texts, settings, sample)
         if (cached := cls._reuse(path, lang)) is not None:
             log.info("reusing the subword model %s", path)

@@ -370,6 +370,7 @@ def tested_state(trainer: Trainer, cfg: DictConfig) -> dict[str, Any]:
         "best_step": trainer.progress.best_step,
         "search": plain(cfg.trainer.test_search),
         "average_last": cfg.trainer.average_last,
+        **({"ema_decay": cfg.trainer.ema_decay} if cfg.trainer.ema_decay > 0 else {}),
     }
 
 

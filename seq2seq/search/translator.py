@@ -95,11 +95,41 @@ def script_note(translation: Translation, src_tokenizer: Tokenizer) -> str | Non
     return script_problem(translation.source, src_tokenizer.lang)
 
 
+def unknown_characters(source: str, src_tokenizer: Tokenizer) -> list[str]:
+    """The characters of `source` that the source subword model can only read as <unk>
+    (outside its vocabulary, and no byte fallback), each once, in order of appearance."""
+    if src_tokenizer.kind == SymbolTokenizer.kind or UNK_ID not in src_tokenizer.encode(source):
+        return []
+    distinct = dict.fromkeys(char for char in source if not char.isspace())
+    return [char for char in distinct if UNK_ID in src_tokenizer.encode(char)]
+
+
+def unknown_note(translation: Translation, src_tokenizer: Tokenizer) -> str | None:
+    """The characters the model could not read (`unknown_characters`), in words that follow
+    `line 3: `; None when it read them all."""
+    unknown = unknown_characters(translation.source, src_tokenizer)
+    if not unknown:
+        return None
+    count = f"{len(unknown)} character{'s' if len(unknown) > 1 else ''}"
+    return (
+        f"{count} outside the model's source vocabulary, read as <unk>: {' '.join(unknown)} "
+        "(the translation may leave them out)"
+    )
+
+
+def reading_note(translation: Translation, src_tokenizer: Tokenizer) -> str | None:
+    """A source that may be in another language (`script_note`), else one with characters
+    the model cannot read (`unknown_note`): most characters of another script are unknown,
+    and the first note already says why."""
+    return script_note(translation, src_tokenizer) or unknown_note(translation, src_tokenizer)
+
+
 def input_notes(translation: Translation, src_tokenizer: Tokenizer) -> list[str]:
     """What the person who wrote the source should know before reading its translation,
     one clause each (to follow `line 3: `): its cut to the model's limit
-    (`truncation_note`) and a source that may be in another language (`script_note`)."""
-    notes = [truncation_note(translation), script_note(translation, src_tokenizer)]
+    (`truncation_note`), and a source in another language or with characters the model
+    cannot read (`reading_note`)."""
+    notes = [truncation_note(translation), reading_note(translation, src_tokenizer)]
     return [note for note in notes if note is not None]
 
 

@@ -23,7 +23,7 @@ Two engines:
 sentence the best output and its score, the n-best list, whether its source was cut to the
 model's limit (with the pieces given and kept), the warnings its writer should read
 (`seq2seq.search.translator.input_notes`: the cut, a sentence not in the script of the
-model's source language), and on request the Pharaoh links of each hypothesis and the best
+model's source language, characters outside the source vocabulary), and on request the Pharaoh links of each hypothesis and the best
 output's attention views.
 """
 

@@ -61,7 +61,7 @@ from seq2seq.metrics.base import HOOK, LOSS, TRANSLATIONS, Metric, metrics_of
 from seq2seq.models.model import Seq2Seq
 from seq2seq.search.batched import translate_ids
 from seq2seq.training import distributed
-from seq2seq.training.averaging import Snapshots
+from seq2seq.training.averaging import MovingAverage, Snapshots
 from seq2seq.training.hooks import ValidationContext, ValidationHook
 from seq2seq.training.label_smoothing import label_smoothed_nll
 from seq2seq.training.logger import RunLogger, sample_table
@@ -115,6 +115,7 @@ class Trainer:
         self._update_flops = 0  # of the update in progress, on this rank
         self.valid_split = _evenly_spaced(data.valid, settings.valid_max_sentences)
         self.snapshots = Snapshots(settings.average_last)  # for checkpoint averaging
+        self.ema = MovingAverage(settings.ema_decay)  # validated and tested when on
 
     # ------------------------------------------------------------------ the loop
 
@@ -220,6 +221,7 @@ class Trainer:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.schedule.step()
+        self.ema.update(self.model)
         self.progress.step += 1
         self.progress.nonfinite_streak = 0
         return True, grad_norm
@@ -294,15 +296,19 @@ class Trainer:
         step the schedule, judge the selected metric (best, patience, convergence) and save
         checkpoints. Returns every metric of this validation."""
         step, p = self.progress.step, self.progress
-        metrics = self.ranks.broadcast(self._validate_on_main(step) if self.ranks.is_main else None)
-        p.validated_step = step
-        self.logger.scalars({  # FLOPs and the run's own clock (resumed runs continue it)
-            "train/tflop": p.train_tflop, "train/minutes": p.train_seconds / 60,
-        }, step)  # fmt: skip
-        value = self.selection.value(metrics, step)
-        self.schedule.on_validation(value, higher_is_better=self.selection.metric.higher_is_better)
-        if self.selection.judge(p, value, metrics, step):
-            self.save("best")
+        with self.ema.applied(self.model):  # what is validated and kept as best.pt
+            metrics = self.ranks.broadcast(
+                self._validate_on_main(step) if self.ranks.is_main else None
+            )
+            p.validated_step = step
+            self.logger.scalars({  # FLOPs and the run's own clock (resumed runs continue it)
+                "train/tflop": p.train_tflop, "train/minutes": p.train_seconds / 60,
+            }, step)  # fmt: skip
+            value = self.selection.value(metrics, step)
+            higher = self.selection.metric.higher_is_better
+            self.schedule.on_validation(value, higher_is_better=higher)
+            if self.selection.judge(p, value, metrics, step):
+                self.save("best")
         self.save("last")
         if not self.ranks.is_main:
             return metrics
@@ -394,8 +400,8 @@ class Trainer:
         self, with_snapshots: bool = False, rank_rng: list[dict[str, Any]] | None = None
     ) -> dict[str, Any]:
         """Everything to continue the run and to translate, and the hooks' entries;
-        `with_snapshots` adds the weights kept for averaging (in `last.pt`, so a resume
-        keeps them), `rank_rng` every rank's random state (data parallel)."""
+        `with_snapshots` adds the weights kept for averaging and the moving average (in
+        `last.pt`, so a resume keeps them), `rank_rng` every rank's random state (data parallel)."""
         payload = {
             "format": FORMAT_VERSION,
             "model": self.model.state_dict(),
@@ -410,6 +416,8 @@ class Trainer:
         }
         if with_snapshots and self.snapshots.enabled:
             payload["snapshots"] = self.snapshots.payload()
+        if with_snapshots and self.ema.enabled:
+            payload["ema"] = self.ema.payload()
         if rank_rng is not None:
             payload["rank_rng"] = rank_rng
         return payload
@@ -428,14 +436,15 @@ class Trainer:
 
     def restore(self, payload: dict[str, Any]) -> None:
         """Continue from a checkpoint: weights, optimiser, schedule, progress (judged again
-        by this run's selection), RNG, the weights kept for averaging and the validation
-        hooks' entries."""
+        by this run's selection), RNG, the weights kept for averaging, the moving average and
+        the validation hooks' entries."""
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.schedule.load_state_dict(payload["schedule"])
         self.progress = self.selection.resumed(payload["progress"])
         restore_rng_states(distributed.own_rng_state(payload, self.ranks))
         self.snapshots.restore(payload.get("snapshots", []))
+        self.ema.restore(payload.get("ema"), self.model)
         self.hook_entries = {key: payload[key] for key in HOOK_KEYS if key in payload}
 
 

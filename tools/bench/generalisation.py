@@ -10,6 +10,14 @@ test split's help in choosing anything:
   word that the training references hold at most `RARE_COUNT` times (words: lower-cased
   runs of letters, or single characters for a language written without spaces). The slice
   comes from the training split's own counts and the valid split, never from the test split;
+* BLEU on the rare-character slices of the valid and test splits: the pairs whose source
+  holds a character that the training sources hold at most `RARE_COUNT` times (none at
+  all included). The slices are reported, never used to choose;
+* unseen characters: the valid and test pairs whose source holds a character the training
+  sources never hold, translated as they are and with those characters deleted, both
+  scored against the same reference: a model that handles an unknown character scores
+  the first at least as high as the second (the character carries meaning the reference
+  has), one it derails scores it lower;
 * the built-in probe sentences (`seq2seq.visualise.probes`) and their translations.
 
 `python scripts/generalisation.py CKPT ...` prints one row per checkpoint.
@@ -44,6 +52,26 @@ class Generalisation:
     rare_sentences: int
     probes: list[tuple[str, str, str]]  # (source, reference, translation)
     gap_interval: GapInterval  # test − valid BLEU and its 95% bootstrap interval
+    rare_chars: dict[str, Slice]  # split -> the rare-character slice
+    unseen_chars: dict[str, UnseenCharacters]  # split -> with and without unseen characters
+
+
+@dataclass(frozen=True)
+class Slice:
+    """BLEU on some pairs of a split and how many they are."""
+
+    bleu: float
+    sentences: int
+
+
+@dataclass(frozen=True)
+class UnseenCharacters:
+    """The pairs of a split whose source holds a character never seen in training: BLEU of
+    their translations as they are and with those characters deleted from the source."""
+
+    with_them: float
+    without_them: float
+    sentences: int
 
     @property
     def gap(self) -> float:
@@ -75,6 +103,17 @@ def rare_rows(references: Sequence[str], counts: Counter, lang: str, most: int) 
     ]
 
 
+def rare_char_rows(sources: Sequence[str], counts: Counter, most: int) -> list[int]:
+    """The rows of `sources` holding a (non-space) character seen at most `most` times."""
+    return [row for row, line in enumerate(sources)
+            if any(counts[char] <= most for char in line if not char.isspace())]  # fmt: skip
+
+
+def without_unseen(line: str, counts: Counter) -> str:
+    """`line` without the characters `counts` never saw."""
+    return "".join(char for char in line if char.isspace() or counts[char] > 0)
+
+
 def measure(checkpoint: Path, data_root: Path, rare_count: int = RARE_COUNT) -> Generalisation:
     """Translate the valid and test splits and the probes with beam 5 (module docstring)."""
     translator = Translator.load(checkpoint, "cpu")
@@ -97,6 +136,22 @@ def measure(checkpoint: Path, data_root: Path, rare_count: int = RARE_COUNT) -> 
         raise ValueError(f"no valid reference holds a word seen at most {rare_count} times")
     rare = corpus_scores([valid_texts[row] for row in rows],
                          [prepared.valid.tgt_lines[row] for row in rows], lang)  # fmt: skip
+    char_counts = Counter("".join(prepared.train.src_lines))
+    splits = {"valid": (prepared.valid, valid_texts), "test": (prepared.test, test_texts)}
+    rare_chars, unseen_chars = {}, {}
+    for name, (split, texts) in splits.items():
+        rows = rare_char_rows(split.src_lines, char_counts, rare_count)
+        picked = corpus_scores([texts[row] for row in rows],
+                               [split.tgt_lines[row] for row in rows], lang) if rows else None  # fmt: skip
+        rare_chars[name] = Slice(float(picked["bleu"]) if picked else float("nan"), len(rows))
+        rows = rare_char_rows(split.src_lines, char_counts, 0)
+        references = [split.tgt_lines[row] for row in rows]
+        cut = [without_unseen(split.src_lines[row], char_counts) for row in rows]
+        unseen_chars[name] = UnseenCharacters(
+            bleu([split.src_lines[row] for row in rows], references)[0] if rows else float("nan"),
+            bleu(cut, references)[0] if rows else float("nan"),
+            len(rows),
+        )
     probes = probes_for(data["src_lang"], data["tgt_lang"])
     outputs = translator.translate([probe.source for probe in probes], settings)
     return Generalisation(
@@ -106,4 +161,6 @@ def measure(checkpoint: Path, data_root: Path, rare_count: int = RARE_COUNT) -> 
         len(rows),
         [(p.source, p.reference, out.text) for p, out in zip(probes, outputs, strict=True)],
         gap,
+        rare_chars,
+        unseen_chars,
     )

@@ -50,6 +50,7 @@ class Lever:
     overrides: tuple[str, ...]  # what differs from its base
     gflop_per_update: float = DEFAULT_GFLOP_PER_UPDATE  # estimate; sizes the update budget
     base: tuple[str, ...] = ()  # () = today's default_cpu; PREVIOUS_DEFAULT for round 1
+    greedy_test: bool = True  # rounds 1-2 tested greedily; round 3 tests as make train (beam 5)
 
 
 def round_1(name: str, overrides: tuple[str, ...], tokens_1024: bool = False) -> Lever:
@@ -112,7 +113,33 @@ ROUND_2 = (
     ),
 )
 
-LEVERS = {lever.name: lever for lever in (*ROUND_1, *ROUND_2)}
+
+def round_3(
+    name: str, overrides: tuple[str, ...], gflop: float = DEFAULT_GFLOP_PER_UPDATE
+) -> Lever:
+    """A lever of the third round (issue 51): `make train` itself (1,900 updates, tested with
+    its beam) with `overrides`, trained with several seeds (`--seeds`) and compared with
+    `r3_base` of the same seed by the paired bootstrap (`seeded_table`)."""
+    return Lever(name, overrides, gflop, greedy_test=False)
+
+
+ROUND_3 = (
+    round_3("r3_base", ()),
+    # guided alignment (Garg et al. 2019): the penultimate layer's head 0 learns eflomal's links
+    round_3("r3_guided", ("alignment=guided",)),
+    # a moving average of the weights, validated and tested (seq2seq/training/averaging.py):
+    # with the warm-up d_t = min(d, (1 + t) / (10 + t)), d = 0.999 never binds in 1,900
+    # updates (an average over about the last t/9 updates); d = 0.99 binds from update 890
+    round_3("r3_ema_0.99", ("trainer.ema_decay=0.99",)),
+    round_3("r3_ema_0.999", ("trainer.ema_decay=0.999",)),
+    # characters outside the subword models spelt in UTF-8 bytes instead of <unk>: 256 of the
+    # 4,000 pieces of each side become bytes (data.byte_fallback)
+    round_3("r3_byte_fallback", ("data.byte_fallback=true",)),
+    # the two that won on valid, together
+    round_3("r3_guided_ema_0.99", ("alignment=guided", "trainer.ema_decay=0.99")),
+)
+
+LEVERS = {lever.name: lever for lever in (*ROUND_1, *ROUND_2, *ROUND_3)}
 
 
 def budget(lever: Lever, tflop: float) -> tuple[int, int]:
@@ -122,22 +149,31 @@ def budget(lever: Lever, tflop: float) -> tuple[int, int]:
     return 4 * valid_every, valid_every
 
 
-def command(lever: Lever, tflop: float, run_dir: Path, threads: int) -> list[str]:
+def command(
+    lever: Lever, tflop: float, run_dir: Path, threads: int, seed: int | None = None
+) -> list[str]:
     max_steps, valid_every = budget(lever, tflop)
+    base = BASE if lever.greedy_test else BASE[:-1]
     return [
-        sys.executable, "-m", "seq2seq.cli.train", *BASE, *lever.base, *lever.overrides,
+        sys.executable, "-m", "seq2seq.cli.train", *base, *lever.base, *lever.overrides,
         f"trainer.max_steps={max_steps}", f"trainer.valid_every={valid_every}",
         f"trainer.threads={threads}", f"name=lever_{lever.name}", f"hydra.run.dir={run_dir}",
+        *([] if seed is None else [f"trainer.seed={seed}"]),
     ]  # fmt: skip
 
 
-def train(lever: Lever, tflop: float, out: Path, threads: int) -> None:
-    run_dir = out / lever.name
+def run_folder(out: Path, lever: Lever, seed: int | None) -> Path:
+    """`out/NAME` for one run of a lever, `out/NAME/seed_S` for one of several seeds."""
+    return out / lever.name if seed is None else out / lever.name / f"seed_{seed}"
+
+
+def train(lever: Lever, tflop: float, out: Path, threads: int, seed: int | None = None) -> None:
+    run_dir = run_folder(out, lever, seed)
     if (run_dir / "results.json").is_file():
         print(f"{lever.name}: done before, kept", flush=True)
         return
     run_dir.mkdir(parents=True, exist_ok=True)
-    argv = command(lever, tflop, run_dir, threads)
+    argv = command(lever, tflop, run_dir, threads, seed)
     (run_dir / "command.txt").write_text(" ".join(argv[1:]) + "\n", encoding="utf-8")
     started = time.monotonic()
     with open(run_dir / "train.log", "w", encoding="utf-8") as log:
@@ -178,8 +214,83 @@ def listing() -> list[str]:
     return [f"{lever.name:34} {' '.join(lever.overrides)}" for lever in LEVERS.values()]
 
 
-def train_all(levers: list[Lever], tflop: float, out: Path, jobs: int) -> None:
-    """Train `levers`, `jobs` at once, each with its share of the cores (at least 1 thread)."""
+def train_all(
+    levers: list[Lever], tflop: float, out: Path, jobs: int, seeds: tuple[int, ...] = ()
+) -> None:
+    """Train `levers` (each with every one of `seeds`, or once with the config's seed), `jobs`
+    at once, each with its share of the cores (at least 1 thread)."""
     threads = max(1, (os.cpu_count() or 1) // jobs)
+    runs = [(lever, seed) for seed in (seeds or (None,)) for lever in levers]
     with ThreadPoolExecutor(jobs) as pool:
-        list(pool.map(lambda lever: train(lever, tflop, out, threads), levers))
+        list(pool.map(lambda run: train(run[0], tflop, out, threads, run[1]), runs))
+
+
+def seeded_table(out: Path, base: str = "r3_base") -> list[str]:
+    """Round 3: one row per lever trained with several seeds (`out/NAME/seed_S`): best valid
+    BLEU (greedy), test BLEU and chrF (make train's beam), the gap test − valid, the test
+    length ratio (hypothesis / reference words, sacrebleu's 13a) and the paired bootstrap of
+    test BLEU against `base` of the same seed (1,000 resamples; the largest p over the
+    seeds). Means over the seeds, each seed's value in brackets."""
+    runs = seeded_runs(out)
+    lines = [
+        "| lever | overrides | seeds | valid BLEU | test BLEU | test chrF | test − valid | "
+        "length ratio | Δ test vs base | p vs base (per seed) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, seeds in runs.items():
+        lever = LEVERS.get(name, Lever(name, ("?",)))
+        rows = [seed_row(run_dir, runs.get(base, {}).get(seed)) for seed, run_dir in seeds.items()]
+        shown = " ".join(lever.overrides) or "(make train)"
+        deltas = [row["delta"] for row in rows if row["delta"] is not None]
+        p_values = [row["p"] for row in rows if row["p"] is not None]
+        lines.append(
+            f"| {name} | `{shown}` | {', '.join(map(str, seeds))} | {spread(rows, 'valid')} | "
+            f"{spread(rows, 'test')} | {spread(rows, 'chrf')} | {spread(rows, 'gap')} | "
+            f"{spread(rows, 'ratio', 3)} | "
+            f"{f'{sum(deltas) / len(deltas):+.2f}' if deltas and name != base else '—'} | "
+            f"{', '.join(f'{p:.3f}' for p in p_values) if p_values and name != base else 'base'} |"
+        )
+    return lines + ["", "valid: greedy on the 1,000 valid pairs at best.pt; test: beam 5, as make "
+                    "train; Δ and p: against the base of the same seed."]  # fmt: skip
+
+
+def seeded_runs(out: Path) -> dict[str, dict[int, Path]]:
+    """{lever: {seed: run folder}} of the finished runs under `out/NAME/seed_S`."""
+    found: dict[str, dict[int, Path]] = {}
+    for run_dir in sorted(out.glob("*/seed_*/results.json")):
+        seed = int(run_dir.parent.name.removeprefix("seed_"))
+        found.setdefault(run_dir.parent.parent.name, {})[seed] = run_dir.parent
+    return found
+
+
+def seed_row(run_dir: Path, base_dir: Path | None) -> dict[str, float | None]:
+    """One seed's figures (`seeded_table`), the bootstrap against `base_dir` if given."""
+    from sacrebleu.metrics import BLEU
+
+    from seq2seq.metrics.significance import paired_bootstrap
+
+    results = read_results(run_dir)
+    hypotheses = (run_dir / "test.hyp").read_text(encoding="utf-8").splitlines()
+    references = (run_dir / "test.ref").read_text(encoding="utf-8").splitlines()
+    score = BLEU().corpus_score(hypotheses, [references])
+    row: dict[str, float | None] = {
+        "valid": results["valid_best_bleu"], "test": results["test"]["bleu"],
+        "chrf": results["test"]["chrf"], "ratio": score.sys_len / score.ref_len,
+        "delta": None, "p": None,
+    }  # fmt: skip
+    row["gap"] = row["test"] - row["valid"]
+    if base_dir is not None and base_dir != run_dir:
+        base = (base_dir / "test.hyp").read_text(encoding="utf-8").splitlines()
+        _, tested = paired_bootstrap([("base", base), ("lever", hypotheses)], references, "en")
+        row["delta"], row["p"] = (
+            row["test"] - read_results(base_dir)["test"]["bleu"],
+            tested.p_value,
+        )
+    return row
+
+
+def spread(rows: list[dict[str, float | None]], key: str, digits: int = 2) -> str:
+    """The mean of `key` over the seeds, and each seed's value."""
+    values = [float(row[key]) for row in rows]  # type: ignore[arg-type]
+    each = ", ".join(f"{value:.{digits}f}" for value in values)
+    return f"{sum(values) / len(values):.{digits}f} ({each})"

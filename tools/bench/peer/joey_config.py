@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.models.attention.options import component_name
-from tools.bench.peer.shared_settings import DECODE_BATCH, LENGTH_PENALTY, NEVER, PEER_VERSION
+from tools.bench.peer.shared_settings import DECODE_BATCH, JOEYNMT_VERSION, LENGTH_PENALTY, NEVER
 
 
 def joey_model_section(ours: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,16 +97,19 @@ def _cell(part: Mapping[str, Any]) -> str:
 
 
 def joey_config(
-    ours: Mapping[str, Any], data_dir: Path, model_dir: Path, log_every: int
+    ours: Mapping[str, Any], data_dir: Path, model_dir: Path, log_every: int, quality: bool = False
 ) -> dict[str, Any]:
     """The whole JoeyNMT 2.3 config for our resolved config `ours`, its data exported to
-    `data_dir` by `write_export`. Validation is off (its frequency is never reached)."""
+    `data_dir` by `write_export`. Validation is off (its frequency is never reached). In a
+    time-to-quality run (`quality`) its test set is the quality split, which the driver's
+    `quality` task decodes with each checkpoint its clock saved (`driver.joey_saves_by_clock`:
+    JoeyNMT's own checkpoint saving, by training time)."""
     data = ours["data"]
     if not str(ours["schedule"]["_target_"]).endswith("InverseSqrtSchedule"):
         raise ValueError("only our inverse_sqrt schedule has a JoeyNMT counterpart here")
     return {
         "name": ours["name"],
-        "joeynmt_version": PEER_VERSION,
+        "joeynmt_version": JOEYNMT_VERSION,
         "model_dir": str(model_dir),
         "use_cuda": False,
         "fp16": False,
@@ -114,7 +117,7 @@ def joey_config(
         "data": {
             "train": str(data_dir / "train"),
             "dev": str(data_dir / "dev"),
-            "test": str(data_dir / "test"),
+            "test": str(data_dir / ("quality" if quality else "test")),
             "dataset_type": "plain",
             "src": _joey_side(data["src_lang"], data_dir, data["max_len"]),
             "trg": _joey_side(data["tgt_lang"], data_dir, data["max_len"]),
