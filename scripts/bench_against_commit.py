@@ -1,7 +1,8 @@
 """Seconds per update of presets at an earlier commit and now, measured in turn in one run.
 
     python scripts/bench_against_commit.py --baseline 00efd01 --rounds 5 \\
-        --case gru gru_additive --case dropout default_cpu encoder.dropout=0.1
+        --case gru gru_additive --case dropout default_cpu encoder.dropout=0.1 \\
+        --case-now subwords default_cpu trainer.subword_nbest=64
 
 Each case (a label, a preset and its overrides) is measured on both trees: the commit, checked
 out as a git worktree in a temporary folder, and this checkout. Every measurement is a fresh
@@ -11,6 +12,8 @@ turns within every round, so a slow minute of a shared machine hits them alike. 
 matmul ceiling is measured before and after the rounds. Prints one JSON line per measurement,
 then a Markdown table: per case and tree the median step seconds over the rounds, MFU against
 the best ceiling, and the speed-up of now over the commit (the median of the per-round ratios).
+A `--case-now` is measured on this checkout only, in the same rounds (for an option the commit
+does not have: its cost is read against a `--case` of the same preset without it).
 """
 
 from __future__ import annotations
@@ -84,11 +87,14 @@ def table(rows: list[dict], best_ceiling: float, baseline: str) -> list[str]:
     for case in dict.fromkeys(row["case"] for row in rows):
         mine = {tree: [r for r in rows if (r["case"], r["tree"]) == (case, tree)]
                 for tree in (baseline, "now")}  # fmt: skip
-        ratios = [old["step_s"] / new["step_s"] for old, new in zip(*mine.values(), strict=True)]
+        pairs = zip(*mine.values(), strict=True) if mine[baseline] else []  # none: a --case-now
+        ratios = [old["step_s"] / new["step_s"] for old, new in pairs]
         for tree, measured in mine.items():
+            if not measured:
+                continue
             step = statistics.median(r["step_s"] for r in measured)
             mfu = statistics.median(r["gflops_per_s"] for r in measured) / best_ceiling
-            speed_up = f"{statistics.median(ratios):.2f}×" if tree == "now" else "—"
+            speed_up = f"{statistics.median(ratios):.2f}×" if tree == "now" and ratios else "—"
             lines.append(f"| {case} | {tree} | {step:.3f} | {100 * mfu:.1f}% | {speed_up} |")
     return lines
 
@@ -98,10 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", required=True, help="the earlier commit")
     parser.add_argument("--case", nargs="+", action="append", required=True,
                         metavar=("LABEL PRESET", "OVERRIDE"))  # fmt: skip
+    parser.add_argument("--case-now", nargs="+", action="append", default=[],
+                        metavar=("LABEL PRESET", "OVERRIDE"),
+                        help="a case measured on this checkout only")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
-    if any(len(case) < 2 for case in args.case) or args.rounds < 1 or args.threads < 1:
+    cases = [(case, True) for case in args.case] + [(case, False) for case in args.case_now]
+    if any(len(case) < 2 for case, _ in cases) or args.rounds < 1 or args.threads < 1:
         parser.error("each --case needs a label and a preset; --rounds and --threads >= 1")
     data = f"data.root={ROOT / 'data'}"
     with tempfile.TemporaryDirectory(prefix="bench-commit-") as folder:
@@ -111,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             ceilings = [in_tree(ROOT, args.threads, CEILING, str(args.threads))]
             rows = []
             for _ in range(args.rounds):
-                for label, preset, *overrides in args.case:
-                    for name, tree in trees.items():
+                for (label, preset, *overrides), on_both in cases:
+                    for name, tree in trees.items() if on_both else [("now", ROOT)]:
                         found = in_tree(tree, args.threads, MEASURE, str(args.threads), preset,
                                         *overrides, data)  # fmt: skip
                         rows.append({"case": label, "tree": name, **found})

@@ -47,6 +47,13 @@ def main(argv: list[str] | None = None) -> int:
             unseen = result.unseen_chars[split]
             print(f"| {shown_path(path)} | {split} | {rare.bleu:.2f} ({rare.sentences}) | "
                   f"{unseen.with_them:.2f} / {unseen.without_them:.2f} ({unseen.sentences}) |")
+    print("\n| checkpoint | split | constructed pairs: BLEU with one unseen character put in / "
+          "as they are (sentences) |")
+    print("|---|---|---|")
+    for path, result in found.items():
+        for split, put_in in result.inserted.items():
+            print(f"| {shown_path(path)} | {split} | {put_in.with_them:.2f} / "
+                  f"{put_in.without_them:.2f} ({put_in.sentences}) |")
     for path, result in found.items():
         print(f"\n{shown_path(path)}:")
         for source, reference, translation in result.probes:

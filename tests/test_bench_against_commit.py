@@ -42,3 +42,15 @@ def test_a_case_without_a_preset_is_refused(script, capsys):
         script.main(["--baseline", "HEAD", "--case", "only-a-label"])
     assert stopped.value.code == 2
     assert "a label and a preset" in capsys.readouterr().err
+
+
+def test_a_case_measured_now_only_has_one_row_and_no_speed_up(script):
+    measured = rows("base", [1.0, 1.0], [0.5, 0.5])
+    measured += [{"case": "subwords", "tree": "now", "step_s": s, "gflops_per_s": 100 / s}
+                 for s in (0.6, 0.8)]  # fmt: skip
+    lines = script.table(measured, best_ceiling=200.0, baseline="abc123")
+    assert lines[2:] == [
+        "| base | abc123 | 1.000 | 50.0% | — |",
+        "| base | now | 0.500 | 100.0% | 2.00× |",
+        "| subwords | now | 0.700 | 72.9% | — |",  # medians of 0.6, 0.8 s and 166.7, 125 GFLOP/s
+    ]

@@ -15,9 +15,12 @@ from seq2seq.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from seq2seq.runs.assemble import train_and_test
 
 
-def _train(tmp_path, name: str, overrides: list[str]) -> tuple[dict, list[float]]:
-    """Run the app in `tmp_path/name`; return results and the per-step training losses."""
-    cfg = compose_config(TINY_TOY + [f"data.root={tmp_path / 'data'}"] + overrides)
+def _train(
+    tmp_path, name: str, overrides: list[str], base: list[str] = TINY_TOY
+) -> tuple[dict, list[float]]:
+    """Run the app in `tmp_path/name` (`base` + `overrides`, a tiny toy run by default);
+    return results and the per-step training losses."""
+    cfg = compose_config(base + [f"data.root={tmp_path / 'data'}"] + overrides)
     losses: list[float] = []
     from seq2seq.training import trainer as trainer_module
 

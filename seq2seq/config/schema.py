@@ -107,6 +107,9 @@ class TrainerConfig:
     resume: str | None = None  # checkpoint file, run folder, "last", or "auto" (this run folder)
     average_last: int = 0  # average the weights of the last N validations; kept if select_metric improves
     ema_decay: float = 0.0  # d > 0: validate, select and test an exponential moving average of the weights
+    subword_nbest: int = 0  # l >= 2: train on segmentations sampled from the l best (Kudo 2018)
+    subword_alpha: float = 0.1  # the sampling's P(x)^alpha
+    source_unk_rate: float = 0.0  # p > 0: each real source piece read as <unk> with probability p in training
     valid_max_sentences: int | None = None  # evenly spaced subset of the valid split
     max_nonfinite_steps: int = 10  # stop after N updates in a row with a NaN/inf loss or grad norm
     test_search: SearchSettings = field(default_factory=SearchSettings)

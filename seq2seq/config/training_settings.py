@@ -3,8 +3,8 @@
     settings = TrainerSettings.from_config(cfg)     # once, at assembly (seq2seq.runs.assemble)
 
 `from_config` reads the validated composed config (`trainer.*` and the few keys of other
-sections the loop needs: `data.max_tokens`, `logging.progress_bar`, `logging.text_samples`,
-`optim.lr`, `plugins`), so that the loop below it holds no `DictConfig` and calls no
+sections the loop needs: `data.max_tokens`, `data.max_len`, `logging.progress_bar`,
+`logging.text_samples`, `optim.lr`, `plugins`), so that the loop below it holds no `DictConfig` and calls no
 `plain()`. The keys that only the assembly reads (`trainer.device`, `threads`, `resume`,
 `keep_freed_memory`, `test_search`) are not here.
 """
@@ -49,8 +49,12 @@ class TrainerSettings:
     valid_max_sentences: int | None
     average_last: int
     ema_decay: float  # 0: off
+    subword_nbest: int  # < 2: off (seq2seq.data.subword_sampling)
+    subword_alpha: float
+    source_unk_rate: float  # 0: off (seq2seq.data.unknown_dropout)
     # From the other sections of the config.
     max_tokens: int  # data.max_tokens: the batches' size, training and validation
+    max_len: int  # data.max_len: the most pieces of a side of a training pair
     progress_bar: bool  # logging.progress_bar
     text_samples: int  # logging.text_samples: valid translations shown in TensorBoard
     lr: float  # optim.lr, named when a run diverges
@@ -86,6 +90,10 @@ class TrainerSettings:
             valid_max_sentences=trainer.valid_max_sentences,
             average_last=trainer.average_last,
             ema_decay=trainer.ema_decay,
+            subword_nbest=trainer.subword_nbest,
+            subword_alpha=trainer.subword_alpha,
+            source_unk_rate=trainer.source_unk_rate,
+            max_len=cfg.data.max_len,
             max_tokens=cfg.data.max_tokens,
             progress_bar=cfg.logging.progress_bar,
             text_samples=cfg.logging.text_samples,

@@ -32,7 +32,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from seq2seq import registry
 from seq2seq.config.build import ConfigError, plain
-from seq2seq.config.schema import ALIGNMENT_LOSSES, LAYER_LABELS, LAYER_TRAININGS, AlignmentConfig
+from seq2seq.config.schema import (
+    ALIGNMENT_LOSSES,
+    LAYER_LABELS,
+    LAYER_TRAININGS,
+    AlignmentConfig,
+    needs_training_links,
+)
 from seq2seq.config.search_settings import SearchSettings, SearchSettingsError
 from seq2seq.data.settings import documents_node, source_name, source_node
 from seq2seq.models.attention.none import CONTEXTS
@@ -46,6 +52,7 @@ MAX_SEED = 2**32 - 1  # numpy's seeds are 32-bit
 # The deepest stack accepted: deeper than any published NMT model (DeepNet's 1,000 layers).
 # Every layer is a Python module, so depth costs time and memory before any weight does.
 MAX_LAYERS = 1024
+MAX_SUBWORD_NBEST = 1024  # trainer.subword_nbest: the candidates listed per sentence read
 MAX_ALIGNMENT_SHIFT = 2  # alignment.shift: a Bahdanau-style decoder reads piece t at step t + 2
 # torch threads accepted per core of this machine: more only oversubscribes the cores, and
 # a count far above them (`torch.set_num_threads(100000)`) ends the process in a segfault.
@@ -260,6 +267,9 @@ SECTION_RULES: dict[str, dict[str, Rule]] = {
         "threads": at_least(0),
         "average_last": at_least(0),
         "ema_decay": FRACTION,
+        "subword_nbest": whole_between(0, MAX_SUBWORD_NBEST),
+        "subword_alpha": non_negative_finite,
+        "source_unk_rate": FRACTION,
         "valid_max_sentences": optional(at_least(1)),
         "max_nonfinite_steps": at_least(1),
         "device": device_rule,
@@ -419,6 +429,27 @@ def check_guidance(config: Mapping[str, Any]) -> None:
             )
 
 
+def check_subword_sampling(config: Mapping[str, Any]) -> None:
+    """Subword regularisation (`trainer.subword_nbest` >= 2) draws segmentations from the
+    n-best of unigram models, and changes the pieces that the links of guided alignment are
+    given on: both refused at start-up, naming the keys."""
+    trainer, data = config.get("trainer"), config.get("data")
+    if not isinstance(trainer, Mapping) or (trainer.get("subword_nbest") or 0) < 2:
+        return
+    if isinstance(data, Mapping) and data.get("model_type", "unigram") != "unigram":
+        raise ConfigError(
+            f"trainer.subword_nbest={trainer['subword_nbest']} samples segmentations of unigram "
+            f"subword models, and data.model_type={data['model_type']} has no n-best: set "
+            "data.model_type=unigram or trainer.subword_nbest=0"
+        )
+    if isinstance(config.get("alignment"), Mapping) and needs_training_links(config):
+        raise ConfigError(
+            f"trainer.subword_nbest={trainer['subword_nbest']} changes the pieces that guided "
+            "alignment's links are given on: set trainer.subword_nbest=0, or train the "
+            "alignment without links (alignment=none, alignment.training=unsupervised)"
+        )
+
+
 def check_reinforce(config: Mapping[str, Any]) -> None:
     """Hard attention trained by REINFORCE records its sampled keys' log-probabilities in
     Python lists during the forward pass and forms its surrogate from them
@@ -506,6 +537,7 @@ def check_settings(cfg: DictConfig | Mapping[str, Any]) -> None:
     check_summary(config)
     check_guidance(config)
     check_alignment_layer(config)
+    check_subword_sampling(config)
     check_reinforce(config)
 
 

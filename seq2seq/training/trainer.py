@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, NoReturn
@@ -56,6 +57,8 @@ from seq2seq.checkpoint import (
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.config.training_settings import TrainerSettings
 from seq2seq.data.batching import Batch, TokenBatchSampler
+from seq2seq.data.subword_sampling import SubwordSampling
+from seq2seq.data.unknown_dropout import with_unknown_source_pieces
 from seq2seq.flops import training_flops
 from seq2seq.metrics.base import HOOK, LOSS, TRANSLATIONS, Metric, metrics_of
 from seq2seq.models.model import Seq2Seq
@@ -116,6 +119,10 @@ class Trainer:
         self.valid_split = _evenly_spaced(data.valid, settings.valid_max_sentences)
         self.snapshots = Snapshots(settings.average_last)  # for checkpoint averaging
         self.ema = MovingAverage(settings.ema_decay)  # validated and tested when on
+        self.subwords = SubwordSampling.of(  # None unless trainer.subword_nbest >= 2
+            data.src_tokenizer, data.tgt_tokenizer, settings.subword_nbest,
+            settings.subword_alpha, settings.max_len, settings.seed,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ the loop
 
@@ -156,7 +163,7 @@ class Trainer:
             self.sampler.batches, p.epoch, p.position, self.ranks, self.settings.max_epochs
         )
         for batch_indices, cursor in batches:
-            batch = self.data.train.batch(batch_indices).to(self.device)  # only these examples
+            batch = self.training_batch(batch_indices, cursor).to(self.device)
             window.add(self.train_step(batch), batch)
             self._update_flops += self.batch_flops(batch)
             if window.micro_batches % self.settings.accumulate != 0:
@@ -177,6 +184,20 @@ class Trainer:
                 return
         # Every epoch read (an unfinished accumulated update at the very end is dropped).
         p.epoch, p.position = self.settings.max_epochs, 0
+
+    def training_batch(self, indices: Sequence[int], cursor: tuple[int, int]) -> Batch:
+        """The training batch of `indices` (only these examples are read), its segmentations
+        sampled under subword regularisation and its source pieces dropped to `<unk>` under
+        `trainer.source_unk_rate`; `cursor` is where the data stands after it."""
+        key = (self.ranks.rank, *cursor)
+        if self.subwords is None:
+            batch = self.data.train.batch(indices)
+        else:
+            batch = self.subwords.batch(self.data.train, indices, key)
+        rate = self.settings.source_unk_rate
+        if rate > 0:
+            batch = with_unknown_source_pieces(batch, rate, self.settings.seed, key)
+        return batch
 
     def train_step(self, batch: Batch) -> LossParts:
         """Forward and backward on one batch (of an update of `trainer.accumulate`); returns

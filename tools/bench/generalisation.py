@@ -18,6 +18,10 @@ test split's help in choosing anything:
   scored against the same reference: a model that handles an unknown character scores
   the first at least as high as the second (the character carries meaning the reference
   has), one it derails scores it lower;
+* constructed pairs: every valid and test pair whose source holds no unseen character,
+  translated as it is and with one character that no split holds put in at a seeded place
+  (`with_unseen_character`), both scored against the same reference: with the character in
+  should score no lower;
 * the built-in probe sentences (`seq2seq.visualise.probes`) and their translations.
 
 `python scripts/generalisation.py CKPT ...` prints one row per checkpoint.
@@ -31,6 +35,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from seq2seq.config.build import plain
 from seq2seq.config.data_presets import split_data_config
 from seq2seq.config.search_settings import SearchSettings
@@ -41,6 +47,8 @@ from seq2seq.search.translator import Translator
 from seq2seq.visualise.probes import probes_for
 
 RARE_COUNT = 2  # a word seen at most this often in the training references is rare
+INSERTED_CHOICES = 20  # unseen characters the constructed pairs draw from
+SEED = 1234  # of the constructed pairs' characters and places
 LETTER_RUN = re.compile(r"[^\W\d_]+")
 
 
@@ -54,6 +62,12 @@ class Generalisation:
     gap_interval: GapInterval  # test − valid BLEU and its 95% bootstrap interval
     rare_chars: dict[str, Slice]  # split -> the rare-character slice
     unseen_chars: dict[str, UnseenCharacters]  # split -> with and without unseen characters
+    inserted: dict[str, UnseenCharacters]  # split -> constructed pairs: one unseen character put in
+
+    @property
+    def gap(self) -> float:
+        """test − valid BLEU."""
+        return self.test_bleu - self.valid_bleu
 
 
 @dataclass(frozen=True)
@@ -72,11 +86,6 @@ class UnseenCharacters:
     with_them: float
     without_them: float
     sentences: int
-
-    @property
-    def gap(self) -> float:
-        """test − valid BLEU."""
-        return self.test_bleu - self.valid_bleu
 
 
 def words(line: str, lang: str) -> list[str]:
@@ -114,6 +123,30 @@ def without_unseen(line: str, counts: Counter) -> str:
     return "".join(char for char in line if char.isspace() or counts[char] > 0)
 
 
+def unseen_characters(counts: Counter, lines: Iterable[str], how_many: int) -> list[str]:
+    """The first `how_many` CJK ideographs (from U+4E00) that neither `counts` nor `lines`
+    hold: characters every split lacks."""
+    present = set("".join(lines))
+    found = []
+    for code in range(0x4E00, 0xA000):
+        if counts[chr(code)] == 0 and chr(code) not in present:
+            found.append(chr(code))
+            if len(found) == how_many:
+                return found
+    raise ValueError(f"fewer than {how_many} CJK ideographs are absent from the data")
+
+
+def with_unseen_character(lines: Sequence[str], unseen: Sequence[str], seed: int) -> list[str]:
+    """Each line with one of `unseen` put in before a seeded position among its characters
+    (never after the last, so a closing stop stays last)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for line in lines:
+        at = int(rng.integers(0, max(len(line), 1)))
+        out.append(line[:at] + unseen[int(rng.integers(len(unseen)))] + line[at:])
+    return out
+
+
 def measure(checkpoint: Path, data_root: Path, rare_count: int = RARE_COUNT) -> Generalisation:
     """Translate the valid and test splits and the probes with beam 5 (module docstring)."""
     translator = Translator.load(checkpoint, "cpu")
@@ -131,14 +164,17 @@ def measure(checkpoint: Path, data_root: Path, rare_count: int = RARE_COUNT) -> 
     gap = gap_interval((valid_texts, prepared.valid.tgt_lines),
                        (test_texts, prepared.test.tgt_lines), lang)  # fmt: skip
     counts = word_counts(prepared.train.tgt_lines, lang)
-    rows = rare_rows(prepared.valid.tgt_lines, counts, lang, rare_count)
-    if not rows:
+    rare_word_rows = rare_rows(prepared.valid.tgt_lines, counts, lang, rare_count)
+    if not rare_word_rows:
         raise ValueError(f"no valid reference holds a word seen at most {rare_count} times")
-    rare = corpus_scores([valid_texts[row] for row in rows],
-                         [prepared.valid.tgt_lines[row] for row in rows], lang)  # fmt: skip
+    rare = corpus_scores([valid_texts[row] for row in rare_word_rows],
+                         [prepared.valid.tgt_lines[row] for row in rare_word_rows], lang)  # fmt: skip
     char_counts = Counter("".join(prepared.train.src_lines))
     splits = {"valid": (prepared.valid, valid_texts), "test": (prepared.test, test_texts)}
-    rare_chars, unseen_chars = {}, {}
+    rare_chars, unseen_chars, inserted = {}, {}, {}
+    unseen = unseen_characters(
+        char_counts, [*prepared.valid.src_lines, *prepared.test.src_lines], INSERTED_CHOICES
+    )
     for name, (split, texts) in splits.items():
         rows = rare_char_rows(split.src_lines, char_counts, rare_count)
         picked = corpus_scores([texts[row] for row in rows],
@@ -152,15 +188,24 @@ def measure(checkpoint: Path, data_root: Path, rare_count: int = RARE_COUNT) -> 
             bleu(cut, references)[0] if rows else float("nan"),
             len(rows),
         )
+        kept = sorted(set(range(len(split.src_lines))) - set(rows))  # no unseen character
+        references = [split.tgt_lines[row] for row in kept]
+        put_in = with_unseen_character([split.src_lines[row] for row in kept], unseen, SEED)
+        inserted[name] = UnseenCharacters(
+            bleu(put_in, references)[0],
+            float(corpus_scores([texts[row] for row in kept], references, lang)["bleu"]),
+            len(kept),
+        )
     probes = probes_for(data["src_lang"], data["tgt_lang"])
     outputs = translator.translate([probe.source for probe in probes], settings)
     return Generalisation(
         valid_bleu,
         test_bleu,
         float(rare["bleu"]),
-        len(rows),
+        len(rare_word_rows),
         [(p.source, p.reference, out.text) for p, out in zip(probes, outputs, strict=True)],
         gap,
         rare_chars,
         unseen_chars,
+        inserted,
     )

@@ -137,6 +137,15 @@ ROUND_3 = (
     round_3("r3_byte_fallback", ("data.byte_fallback=true",)),
     # the two that won on valid, together
     round_3("r3_guided_ema_0.99", ("alignment=guided", "trainer.ema_decay=0.99")),
+    # subword regularisation (Kudo 2018; seq2seq/data/subword_sampling.py): both sides of each
+    # training batch drawn from the l best segmentations by P(x)^alpha; l = 64, alpha = 0.1 is
+    # the paper's setting, l = 8, alpha = 0.5 stays nearer the best segmentation
+    round_3("r3_subwords_64_0.1", ("trainer.subword_nbest=64", "trainer.subword_alpha=0.1")),
+    round_3("r3_subwords_8_0.5", ("trainer.subword_nbest=8", "trainer.subword_alpha=0.5")),
+    # source <unk> dropout (seq2seq/data/unknown_dropout.py): a source piece read as <unk> with
+    # probability p, so that an unseen character does not derail the sentence around it
+    round_3("r3_source_unk_0.1", ("trainer.source_unk_rate=0.1",)),
+    round_3("r3_source_unk_0.05", ("trainer.source_unk_rate=0.05",)),
 )
 
 LEVERS = {lever.name: lever for lever in (*ROUND_1, *ROUND_2, *ROUND_3)}

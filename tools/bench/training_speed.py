@@ -42,10 +42,12 @@ class StepCounts:
 
 
 def timed_steps(trainer: Trainer, batches: list[list[int]]) -> float:
-    """Seconds for one optimiser update per batch, collated as the training loop does."""
+    """Seconds for one optimiser update per batch, each read as the training loop reads it
+    (`Trainer.training_batch`: under subword regularisation its segmentations are drawn
+    inside the timed seconds, and the tokens and FLOPs counted are the best segmentation's)."""
     started = time.perf_counter()
-    for indices in batches:
-        batch = collate([trainer.data.train.examples[i] for i in indices], indices)
+    for position, indices in enumerate(batches, start=1):
+        batch = trainer.training_batch(indices, (0, position))
         trainer.train_step(batch.to(trainer.device))
         trainer.update()
     synchronize(trainer.device)
