@@ -1,5 +1,6 @@
 """`data.byte_fallback`: a character the subword model lacks is spelt in its UTF-8 bytes
-instead of becoming <unk>, so no source text is lost; off, every key is as before."""
+instead of becoming <unk>, so no source text is lost; `data.character_coverage`: how many of
+the training side's characters the model keeps; off, every key is as before."""
 
 from __future__ import annotations
 
@@ -41,3 +42,30 @@ def test_off_the_settings_and_record_keys_are_those_of_before():
     assert record_key(DataConfig.from_mapping(values), "0" * 64) == EARLIER_KEYS["tatoeba_zh_en"]
     on = DataConfig.from_mapping({**values, "byte_fallback": True})
     assert record_key(on, "0" * 64) != EARLIER_KEYS["tatoeba_zh_en"]
+
+
+RARE_TEXTS = ["我爱中国。"] * 4000 + ["他爱北京。"]  # 他, 北, 京: 3 of 24,005 characters
+
+
+def test_full_coverage_keeps_a_character_that_the_chinese_default_drops(tmp_path):
+    train = dict(lang="zh", vocab_size=30, vocab_cap=True)
+    default = SubwordTokenizer.train(RARE_TEXTS, folder=tmp_path / "default", **train)
+    full = SubwordTokenizer.train(RARE_TEXTS, folder=tmp_path / "full", character_coverage=1.0,
+                                  **train)  # fmt: skip
+    assert UNK_ID in default.encode("他爱北京。")  # below 0.9995 of the characters: <unk>
+    assert UNK_ID not in full.encode("他爱北京。")
+    assert full.decode(full.encode("他爱北京。")) == "他爱北京。"
+    assert spm_settings(4000, "unigram", ["zh"])["character_coverage"] == 0.9995
+    assert spm_settings(4000, "unigram", ["en"])["character_coverage"] == 1.0
+    assert spm_settings(4000, "unigram", ["zh"], character_coverage=1.0)["character_coverage"] == 1.0
+
+
+def test_coverage_unset_keeps_the_record_key_and_a_bad_one_is_refused_naming_the_key():
+    values = data_preset("tatoeba_zh_en")
+    assert values["character_coverage"] is None
+    assert record_key(DataConfig.from_mapping(values), "0" * 64) == EARLIER_KEYS["tatoeba_zh_en"]
+    full = DataConfig.from_mapping({**values, "character_coverage": 1.0})
+    assert record_key(full, "0" * 64) != EARLIER_KEYS["tatoeba_zh_en"]
+    for bad in (0.0, 1.5, float("nan")):
+        with pytest.raises(ValueError, match=r"data\.character_coverage must be in \(0, 1\]"):
+            DataConfig.from_mapping({**values, "character_coverage": bad}).check_corpus_settings()

@@ -184,9 +184,9 @@ def test_an_old_flat_section_moves_the_chosen_sources_keys_into_its_node():
     assert toy_section["source"] == {"name": "toy", "task": "copy", "vocab_size": 7,
                                      "min_len": 2, "max_len": 9, "train_size": 512,
                                      "valid_size": 8, "test_size": 8}  # fmt: skip
-    # every field but documents and byte_fallback, which came after the flat layout and
-    # take their defaults when absent
-    later = {"documents", "byte_fallback"}
+    # every field but documents, byte_fallback and character_coverage, which came after the
+    # flat layout and take their defaults when absent
+    later = {"documents", "byte_fallback", "character_coverage"}
     assert set(toy_section) == {field.name for field in fields(DataConfig)} - later
     text = migrate_flat_data({**OLD_FLAT, "kind": "text_pair", "train_prefix": "c/train"})
     assert text["source"]["train_prefix"] == "c/train" and "url" not in text["source"]

@@ -38,6 +38,7 @@ CHECKPOINT_DATA_FIELDS = (
     "model_type",
     "vocab_cap",
     "byte_fallback",
+    "character_coverage",
     "spm_sample_size",
     "max_tokens",
     "max_len",

@@ -394,6 +394,7 @@ def _subword_tokenizer(
         sample=sample,
         user_symbols=user_symbols,
         byte_fallback=cfg.byte_fallback,
+        character_coverage=cfg.character_coverage,
         **options,
     )
     if user_symbols and tokenizer.id_to_piece(SEP_ID) != SEP_PIECE:  # models find it by id

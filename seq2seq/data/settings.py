@@ -62,7 +62,7 @@ RENAMED_SOURCES = {"parallel": "tabular"}  # old data.kind -> data.source.name
 DOCUMENTS_KEY = "data.documents"
 # Keys added after the record key's layout was fixed: left out of `flat_settings` while
 # null (off), so that the folders prepared without them keep their records.
-KEYED_WHEN_SET = ("documents", "byte_fallback")
+KEYED_WHEN_SET = ("documents", "byte_fallback", "character_coverage")
 
 
 class DocumentOrder(Enum):
@@ -118,6 +118,10 @@ class DataConfig:
     # coverage of Chinese): false makes it <unk>; true spells it in its UTF-8 bytes, pieces
     # <0x00>..<0xFF> of the vocabulary (sentencepiece's byte fallback), so no text is lost.
     byte_fallback: bool = False
+    # The share of the training side's characters the subword model must cover, the rest
+    # becoming <unk> (sentencepiece's character_coverage, in (0, 1]); null: 0.9995 for a
+    # language written without spaces (Chinese, Japanese), 1 for the others.
+    character_coverage: float | None = None
     # Train sentencepiece on at most this many sentences of the training side, a random
     # sample (seeded by data.seed) when it has more; null: every sentence. A training side
     # that fits is trained on whole, exactly as before samples existed.
@@ -205,6 +209,9 @@ class DataConfig:
         for key in ("src_vocab_size", "tgt_vocab_size"):
             if getattr(self, key) <= 4:
                 raise ValueError(f"data.{key} must be > 4 (the four special tokens)")
+        coverage = self.character_coverage
+        if coverage is not None and not 0 < coverage <= 1:  # NaN fails too
+            raise ValueError(f"data.character_coverage must be in (0, 1], got {coverage}")
 
     def chinese_side(self) -> str | None:
         """ "src" or "tgt" when that side is Chinese, else None."""

@@ -155,6 +155,7 @@ def spm_settings(
     text_langs: Sequence[str],
     user_symbols: Sequence[str] = (),
     byte_fallback: bool = False,
+    character_coverage: float | None = None,
 ) -> dict[str, object]:
     """sentencepiece training settings that depend on the languages of the text.
 
@@ -165,12 +166,15 @@ def spm_settings(
     they occur; none: the settings, and so the cache key, of a model trained before them.
     `byte_fallback` spells a character outside the model in its UTF-8 bytes instead of
     <unk> (256 byte pieces join the vocabulary); off, the settings are those of before it.
+    `character_coverage` replaces the coverage chosen by language.
     """
     unspaced = [is_unspaced_cjk(lang) for lang in text_langs]
+    if character_coverage is None:
+        character_coverage = 0.9995 if any(unspaced) else 1.0
     settings: dict[str, object] = {
         "vocab_size": vocab_size,
         "model_type": model_type,
-        "character_coverage": 0.9995 if any(unspaced) else 1.0,
+        "character_coverage": character_coverage,
         "add_dummy_prefix": not all(unspaced),
     }
     if user_symbols:
@@ -208,13 +212,15 @@ class SubwordTokenizer:
         sample: SentenceSample | None = None,
         user_symbols: Sequence[str] = (),
         byte_fallback: bool = False,
+        character_coverage: float | None = None,
     ) -> SubwordTokenizer:
         """Train on `texts`, or load the cached model trained on the same text and settings.
 
         `texts` is read several times (hash, training). `text_langs` are the languages in
         `texts` (default `[lang]`; both for a joint model). `sample` bounds the sentences
         trained on (module docstring). `user_symbols` are pieces kept whole, `byte_fallback`
-        spells unknown characters in bytes (`spm_settings`).
+        spells unknown characters in bytes, `character_coverage` replaces the coverage chosen
+        by language (`spm_settings`).
 
         `vocab_key` names the setting in the VocabularySizeError raised when `vocab_size` is
         larger than the text allows (sentencepiece's hard limit, kept on purpose so that the
@@ -222,9 +228,8 @@ class SubwordTokenizer:
         With `vocab_cap` that largest size is used instead (module docstring): the
         tokenizer's `vocab_size` then says which.
         """
-        settings = spm_settings(
-            vocab_size, model_type, text_langs or [lang], user_symbols, byte_fallback
-        )
+        settings = spm_settings(vocab_size, model_type, text_langs or [lang], user_symbols,
+                                byte_fallback, character_coverage)  # fmt: skip
         path, rows = model_path(folder, lang, texts, settings, sample)
         if (cached := cls._reuse(path, lang)) is not None:
             log.info("reusing the subword model %s", path)

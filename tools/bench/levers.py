@@ -146,6 +146,9 @@ ROUND_3 = (
     # probability p, so that an unseen character does not derail the sentence around it
     round_3("r3_source_unk_0.1", ("trainer.source_unk_rate=0.1",)),
     round_3("r3_source_unk_0.05", ("trainer.source_unk_rate=0.05",)),
+    # every character of the training sources in the Chinese subword model (coverage 1, not
+    # 0.9995): the alternative to byte fallback for the rarest characters
+    round_3("r3_full_coverage", ("data.character_coverage=1.0",)),
 )
 
 LEVERS = {lever.name: lever for lever in (*ROUND_1, *ROUND_2, *ROUND_3)}
