@@ -1,4 +1,7 @@
-"""Valid and test BLEU, their gap, the rare-word slice and the probes, per checkpoint.
+"""Per checkpoint: valid/test BLEU and gap, rare slices, unseen characters, and the probes.
+
+Rare slices: rare words (valid) and rare characters (valid, test). Unseen characters: the
+pairs that hold one, as they are and deleted, and the constructed pairs with one put in.
 
     python scripts/generalisation.py RUN/checkpoints/best.pt [RUN2/checkpoints/best.pt ...]
 

@@ -66,6 +66,6 @@ def test_coverage_unset_keeps_the_record_key_and_a_bad_one_is_refused_naming_the
     assert record_key(DataConfig.from_mapping(values), "0" * 64) == EARLIER_KEYS["tatoeba_zh_en"]
     full = DataConfig.from_mapping({**values, "character_coverage": 1.0})
     assert record_key(full, "0" * 64) != EARLIER_KEYS["tatoeba_zh_en"]
-    for bad in (0.0, 1.5, float("nan")):
+    for bad in (0.0, 1.5, float("nan"), "1.0", True):  # a checkpoint's config is untrusted
         with pytest.raises(ValueError, match=r"data\.character_coverage must be in \(0, 1\]"):
             DataConfig.from_mapping({**values, "character_coverage": bad}).check_corpus_settings()

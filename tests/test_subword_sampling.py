@@ -154,3 +154,8 @@ def test_the_unsupervised_layer_needs_no_links_and_is_allowed(tmp_path):
     cfg = compose_config([*corpus_overrides(tmp_path), "trainer.subword_nbest=8",
                           "alignment=layer", "alignment.training=unsupervised"])  # fmt: skip
     check_settings(cfg)
+
+
+def test_a_toy_run_with_sampling_stops_with_one_line_naming_the_key(tmp_path):
+    with pytest.raises(ConfigError, match=r"cut by SymbolTokenizer: set trainer\.subword_nbest=0"):
+        _train(tmp_path, "toy", ["trainer.subword_nbest=8", "trainer.max_steps=2"])

@@ -210,8 +210,9 @@ class DataConfig:
             if getattr(self, key) <= 4:
                 raise ValueError(f"data.{key} must be > 4 (the four special tokens)")
         coverage = self.character_coverage
-        if coverage is not None and not 0 < coverage <= 1:  # NaN fails too
-            raise ValueError(f"data.character_coverage must be in (0, 1], got {coverage}")
+        number = isinstance(coverage, int | float) and not isinstance(coverage, bool)
+        if coverage is not None and not (number and 0 < coverage <= 1):  # NaN fails too
+            raise ValueError(f"data.character_coverage must be in (0, 1], got {coverage!r}")
 
     def chinese_side(self) -> str | None:
         """ "src" or "tgt" when that side is Chinese, else None."""

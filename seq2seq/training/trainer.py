@@ -54,6 +54,7 @@ from seq2seq.checkpoint import (
     save_checkpoint,
     tokenizer_payload,
 )
+from seq2seq.config.build import ConfigError
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.config.training_settings import TrainerSettings
 from seq2seq.data.batching import Batch, TokenBatchSampler
@@ -119,10 +120,13 @@ class Trainer:
         self.valid_split = _evenly_spaced(data.valid, settings.valid_max_sentences)
         self.snapshots = Snapshots(settings.average_last)  # for checkpoint averaging
         self.ema = MovingAverage(settings.ema_decay)  # validated and tested when on
-        self.subwords = SubwordSampling.of(  # None unless trainer.subword_nbest >= 2
-            data.src_tokenizer, data.tgt_tokenizer, settings.subword_nbest,
-            settings.subword_alpha, settings.max_len, settings.seed,
-        )  # fmt: skip
+        try:  # None unless trainer.subword_nbest >= 2
+            self.subwords = SubwordSampling.of(
+                data.src_tokenizer, data.tgt_tokenizer, settings.subword_nbest,
+                settings.subword_alpha, settings.max_len, settings.seed,
+            )  # fmt: skip
+        except ValueError as error:  # a side without n-best segmentations: one line, the key
+            raise ConfigError(str(error)) from None
 
     # ------------------------------------------------------------------ the loop
 
