@@ -247,7 +247,8 @@ def test_a_runs_stored_config_names_every_option_of_its_documents():
     cfg = compose_config(["data=text_pair", "data.documents={max_sentences:4}"])
     complete_option_nodes(cfg)
     assert dict(cfg.data.documents) == {"min_sentences": 1, "max_sentences": 4,
-                                        "order": "consecutive"}  # fmt: skip
+                                        "order": "consecutive", "boundaries": "drawn",
+                                        "context": None}  # fmt: skip
     cfg = compose_config(["data=text_pair", "data.documents={max_sentences:0}"])
     with pytest.raises(ConfigError, match="data.documents.max_sentences"):
         complete_option_nodes(cfg)

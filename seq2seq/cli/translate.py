@@ -29,6 +29,12 @@ stderr line says so for a model with an alignment layer). `--probes` translates 
 built-in probe sentences of the checkpoint's language pair (`seq2seq/visualise/probes/`)
 instead of sentences or a file, and the page shows their reference translations too.
 
+A model trained with document context (`data.documents.context=c`: each source after the
+c sentences before it) reads the input as documents, a blank line between two: each line
+is translated after the (at most) c lines before it in its document, joined by `<sep>`
+(`seq2seq.data.documents.lines_in_context`); `--context N` reads N instead (0: none), and
+one stderr line says which.
+
 A checkpoint trained with plugins (`seq2seq-train plugins=[./lab/scores.py]`) is refused
 in one line naming them until the same plugins are passed, `--plugins lab/scores.py`
 (once per plugin): a plugin runs its code, so pass only plugins you trust.
@@ -69,6 +75,7 @@ from seq2seq.cli.common import (
     search_arguments,
 )
 from seq2seq.config.search_settings import SearchSettings
+from seq2seq.data.documents import lines_in_context, side_langs
 from seq2seq.output_folders import OutputPlaceError, writing_file
 from seq2seq.progress_bars import NO_PROGRESS_HELP
 from seq2seq.search.translator import Translation, Translator, reading_note
@@ -108,6 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="pytorch: the checkpoint with the project's search; ctranslate2: CHECKPOINT is "
         "a seq2seq-export folder (default %(default)s)",
     )
+    parser.add_argument(
+        "--context",
+        type=int,
+        metavar="N",
+        help="read each line after the (at most) N lines before it in its document (a blank "
+        "line between documents), as a model trained with data.documents.context reads its "
+        "sources; default: the checkpoint's data.documents.context, else 0",
+    )
     parser.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     return parser
 
@@ -117,6 +132,8 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     file (--html, --plot) that cannot be written, before the checkpoint is loaded."""
     if args.probes and (args.sentences or args.input):
         parser.error("--probes translates the probe sentences: give no sentences or --input")
+    if args.context is not None and args.context < 0:
+        parser.error(f"--context must be 0 or more lines, got {args.context}")
     if args.engine == "ctranslate2":
         given = [option for option, value in PYTORCH_ONLY_OPTIONS.items() if getattr(args, value)]
         if given:
@@ -185,6 +202,29 @@ def read_lines(args: argparse.Namespace) -> list[str]:
     if stream is None:  # a text stream substituted for stdin (tests, notebooks)
         return [line.rstrip("\r\n") for line in sys.stdin]
     return decode_lines(stream, "standard input")
+
+
+def read_in_context(translator: Translator, lines: list[str], context: int | None) -> list[str]:
+    """`lines`, each after its document's `context` lines before it (None: the checkpoint's
+    data.documents.context) with one line on stderr saying so; as they are for 0."""
+    data = translator.config.data
+    documents = data.get("documents") or {}
+    trained = documents.get("context") or 0
+    lines_before = trained if context is None else context
+    if not lines_before:
+        return lines
+    if trained != lines_before:
+        log.warning(
+            "--context %d: the model was trained with %d lines of context", lines_before, trained
+        )
+    source = "--context" if context is not None else "the checkpoint's data.documents.context"
+    print(
+        f"seq2seq-translate: each line read after the {lines_before} (at most) before it in "
+        f"its document ({source}; a blank line starts a document)",
+        file=sys.stderr,
+    )
+    src_langs = side_langs(data)[0]
+    return lines_in_context(lines, lines_before, src_langs)
 
 
 def warn_about_sources(translations: Sequence[Translation], src_tokenizer) -> None:
@@ -274,6 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"seq2seq-translate: {error}", file=sys.stderr)
             return 2
         lines, references = [p.source for p in probes], [p.reference for p in probes]
+    else:
+        lines = read_in_context(translator, lines, args.context)
     draws = args.plot is not None or args.html is not None
     need_weights = args.show_attention or args.alignments or draws
     translations = translator.translate(

@@ -299,6 +299,9 @@ def warn_skipped(stats: CorpusStats, max_line_bytes: int) -> None:
 
 CONTROL_SIDE = object()  # a side holding a control character (a row to skip, counted apart)
 LONG_SIDE = object()  # a side longer than max_line_bytes (a malformed row, counted as long)
+# A row that is no pair but a mark between documents (text_pair's blank lines): passed over,
+# neither read as a pair nor skipped, its row number kept for the next rows.
+BOUNDARY_ROW: Any = object()
 
 
 def kept_pairs(
@@ -312,10 +315,13 @@ def kept_pairs(
     (`convert_src`, `convert_tgt`: traditional → simplified Chinese), `stats` filled as
     the rows go by (row numbers from 1). A side is a normalised sentence, or None (not text,
     or empty), LONG_SIDE or CONTROL_SIDE: a row with a CONTROL_SIDE is skipped as holding
-    a control character, one with None or LONG_SIDE as malformed. Once the last row is read:
-    the warning of what was skipped, and CorpusError for too many (`check_malformed`)."""
+    a control character, one with None or LONG_SIDE as malformed; BOUNDARY_ROW is passed over.
+    Once the last row is read: the warning of what was skipped, and CorpusError for too many
+    (`check_malformed`)."""
     kept = 0
     for number, sides in enumerate(rows, start=1):
+        if sides is BOUNDARY_ROW:
+            continue
         stats.lines_read += 1
         if any(side is CONTROL_SIDE for side in sides):
             stats.control_char_lines.append(number)

@@ -1,4 +1,5 @@
-"""Pseudo-documents: a few sentence pairs of a parallel corpus joined into one long pair.
+"""Documents: a few sentence pairs of a parallel corpus joined into one long pair, or each
+pair read with the sentences before it as its context.
 
 With `data.documents` set (`DocumentsOptions` in `seq2seq.data.settings`), a corpus source's
 split files are rewritten after the source wrote them and before the subwords are trained:
@@ -16,6 +17,27 @@ Each split's pairs, in file order (`order: consecutive`) or after a shuffle
 pairs left (it may have fewer than min_sentences). Both are drawn by a numpy Generator
 seeded by [DOCUMENT_STREAM, data.seed, the split's number], so the documents are the same
 at every preparation and another seed groups other pairs.
+
+Real documents (`boundaries: corpus`): a corpus whose source marks its documents
+(`text_pair` with `document_marks: blank_lines` or `docids`, `DataSource.marks_documents`)
+is read in file order with the document of each pair (`<split>-documents.txt`, written by
+the source, read and removed here); a group never crosses the end of a corpus document, so
+the last group of each document takes what is left of it. The order is the corpus's.
+
+Document context (`context: c`, Miculicchio et al. 2018's use of documents; the input form
+of Tiedemann & Scherrer 2017's "2+1"): instead of one long pair a document, each pair stays
+a pair, its source preceded by the c (at most) source sentences before it in its document,
+its target its own translation alone:
+
+    train.zh  我们走吧。                      train.zh  我们走吧。
+              你好。                    ->            我们走吧。<sep>你好。
+              谢谢。                                  我们走吧。<sep>你好。<sep>谢谢。  (c >= 2)
+    train.en  Let's go. / Hello. / Thanks.   train.en  Let's go. / Hello. / Thanks.
+
+So the sentence translated is always the last of its source, and a split keeps its pairs
+(and its scores stay per sentence); the documents are those of the corpus, or with drawn
+boundaries the groups of drawn k. A model that reads sentences (`attention=hierarchical`)
+weighs the context sentences against the sentence itself.
 
 Leakage-free by construction: a document joins pairs of one split only, so a pair of a
 test document is in no training document (the split itself is leakage-free:
@@ -40,6 +62,7 @@ pair), to read the pairs back in that order.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from array import array
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -50,13 +73,20 @@ import numpy as np
 
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.languages import is_unspaced_cjk
-from seq2seq.data.settings import DataConfig, DocumentOrder, DocumentsOptions
+from seq2seq.data.settings import (
+    DataConfig,
+    DocumentBoundaries,
+    DocumentOrder,
+    DocumentsOptions,
+)
 from seq2seq.data.split import SPLIT_NAMES
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.files import replace, temporary_beside
 from seq2seq.special_tokens import SEP_PIECE
 
 DOCUMENT_STREAM = 0xD0C5  # numpy seed prefix of the documents' draws, apart from other draws
+# <split>-documents.txt: a corpus source's document of each pair (never a <split>.<lang>)
+DOCUMENT_NUMBERS = "-documents.txt"
 
 Numbered = tuple[int, str, str]  # (line number from 1, source sentence, target sentence)
 
@@ -83,6 +113,22 @@ def split_document(text: str) -> list[str]:
     return [sentence.strip() for sentence in text.split(SEP_PIECE)]
 
 
+def lines_in_context(lines: Sequence[str], context: int, text_langs: Sequence[str]) -> list[str]:
+    """Each line preceded by the (at most) `context` lines before it in its document, joined
+    as `context: c` joins a training source (`join_sentences`); a blank line ends a
+    document and stays blank. The input of a model trained with document context."""
+    joined: list[str] = []
+    document: list[str] = []
+    for line in lines:
+        if not line.strip():
+            joined.append(line)
+            document = []
+            continue
+        document = [*document[-context:], line] if context else [line]
+        joined.append(join_sentences(document, text_langs))
+    return joined
+
+
 def separator_id(tokenizer: Tokenizer) -> int | None:
     """The id of SEP_PIECE in `tokenizer`'s vocabulary (a model finds the sentence boundaries
     of a document's ids with it), or None when it has none (not prepared with data.documents)."""
@@ -92,8 +138,9 @@ def separator_id(tokenizer: Tokenizer) -> int | None:
     return None
 
 
-def side_langs(cfg: DataConfig) -> tuple[list[str], list[str]]:
-    """The languages each side's subword model is trained on: its own, or both when joint."""
+def side_langs(cfg: Any) -> tuple[list[str], list[str]]:
+    """The languages each side's subword model is trained on: its own, or both when joint
+    (`cfg`: a DataConfig, or the `data` node of a run's config)."""
     if cfg.joint_vocab:
         return [cfg.src_lang, cfg.tgt_lang], [cfg.src_lang, cfg.tgt_lang]
     return [cfg.src_lang], [cfg.tgt_lang]
@@ -103,8 +150,8 @@ def side_langs(cfg: DataConfig) -> tuple[list[str], list[str]]:
 
 
 def build_documents(cfg: DataConfig, folder: Path) -> dict[str, Any]:
-    """Rewrite the six split files of `folder` into pseudo-documents (module docstring);
-    the counts for the summary: documents per split, their mean and largest sentence count."""
+    """Rewrite the six split files of `folder` into documents (module docstring); the
+    counts for the summary: documents per split, their mean and largest sentence count."""
     options = cfg.documents_options
     if options is None:
         raise ValueError("data.documents is null: there are no documents to build")
@@ -113,27 +160,58 @@ def build_documents(cfg: DataConfig, folder: Path) -> dict[str, Any]:
     for number, split in enumerate(SPLIT_NAMES):
         paths = (folder / f"{split}.{cfg.src_lang}", folder / f"{split}.{cfg.tgt_lang}")
         rng = np.random.default_rng([DOCUMENT_STREAM, cfg.seed, number])
-        sizes[split] = write_documents(paths, options, rng, separators)
+        numbers = document_numbers_path(folder, split)
+        pairs = _documents_of(paths, options, rng, numbers)
+        sizes[split] = write_documents(paths, pairs, options.context, separators)
+        numbers.unlink(missing_ok=True)  # read once: the documents are in the split files now
     return document_summary(options, sizes)
+
+
+def document_numbers_path(folder: Path, split: str) -> Path:
+    """`<split>-documents.txt`: the corpus document of each pair of a split file, one
+    number a line (written by a source that `marks_documents`, read and removed by
+    `build_documents`)."""
+    return folder / f"{split}{DOCUMENT_NUMBERS}"
+
+
+def _documents_of(
+    paths: tuple[Path, Path],
+    options: DocumentsOptions,
+    rng: np.random.Generator,
+    numbers: Path,
+) -> Iterator[tuple[Numbered, int]]:
+    """Each pair of a split with the number of its document (module docstring): a corpus
+    document (`boundaries: corpus`), cut into groups of drawn k unless read as context, or
+    a group of drawn k of the pairs in their order."""
+    if options.boundaries is DocumentBoundaries.corpus:
+        numbered = _with_corpus_documents(paths, numbers)
+        return numbered if options.context is not None else _cut(numbered, options, rng)
+    pairs = _split_pairs(paths, options.order, rng)
+    return _cut(((pair, 0) for pair in pairs), options, rng)
 
 
 def write_documents(
     paths: tuple[Path, Path],
-    options: DocumentsOptions,
-    rng: np.random.Generator,
+    pairs: Iterator[tuple[Numbered, int]],
+    context: int | None,
     separators: tuple[str, str],
 ) -> Counter[int]:
-    """Replace the pair of split files `paths` (source, target) by their documents; the
-    number of documents of each sentence count."""
+    """Replace the pair of split files `paths` (source, target) by the documents of
+    `pairs` (each with its document's number): one line a document (`context` None), or
+    one line a pair with at most `context` sentences of its document before its source;
+    the number of documents of each sentence count."""
     sizes: Counter[int] = Counter()
     with contextlib.ExitStack() as stack:
         temporaries = [stack.enter_context(temporary_beside(path)) for path in paths]
         outputs = [stack.enter_context(open(path, "wb")) for path in temporaries]
-        for group in _groups(_split_pairs(paths, options.order, rng), options, rng):
-            sizes[len(group)] += 1
-            for side, output in enumerate(outputs):
-                text = separators[side].join(_checked(pair, side, paths) for pair in group)
-                output.write(text.encode("utf-8") + b"\n")
+        for document in _runs(pairs):
+            sizes[len(document)] += 1
+            lines = _joined(document, separators, paths) if context is None else (
+                _in_context(document, context, separators[0], paths)
+            )  # fmt: skip
+            for line in lines:
+                for text, output in zip(line, outputs, strict=True):
+                    output.write(text.encode("utf-8") + b"\n")
         for output in outputs:
             output.close()
         for temporary, path in zip(temporaries, paths, strict=True):
@@ -141,20 +219,54 @@ def write_documents(
     return sizes
 
 
-def _groups(
-    pairs: Iterator[Numbered], options: DocumentsOptions, rng: np.random.Generator
-) -> Iterator[list[Numbered]]:
-    """The pairs in groups of k, k ~ U{min_sentences, ..., max_sentences} drawn per group;
-    the last group takes what is left."""
-    group: list[Numbered] = []
-    size = _draw_size(options, rng)
-    for pair in pairs:
-        group.append(pair)
-        if len(group) == size:
-            yield group
-            group, size = [], _draw_size(options, rng)
-    if group:
-        yield group
+def _joined(
+    document: list[Numbered], separators: tuple[str, str], paths: tuple[Path, Path]
+) -> Iterator[tuple[str, str]]:
+    """The one pair of a whole document: each side's sentences joined by its separator."""
+    yield tuple(  # type: ignore[misc]
+        separators[side].join(_checked(pair, side, paths) for pair in document) for side in (0, 1)
+    )
+
+
+def _in_context(
+    document: list[Numbered], context: int, src_separator: str, paths: tuple[Path, Path]
+) -> Iterator[tuple[str, str]]:
+    """One pair a sentence of `document`: its source after the (at most) `context` source
+    sentences before it, its own target. The first sentence of a document has none."""
+    sources = [_checked(pair, 0, paths) for pair in document]
+    for index, pair in enumerate(document):
+        window = sources[max(0, index - context) : index + 1]
+        yield src_separator.join(window), _checked(pair, 1, paths)
+
+
+def _runs(pairs: Iterator[tuple[Numbered, int]]) -> Iterator[list[Numbered]]:
+    """The documents of `pairs`: each run of pairs with the same document number."""
+    document: list[Numbered] = []
+    current = None
+    for pair, number in pairs:
+        if document and number != current:
+            yield document
+            document = []
+        document.append(pair)
+        current = number
+    if document:
+        yield document
+
+
+def _cut(
+    numbered: Iterator[tuple[Numbered, int]],
+    options: DocumentsOptions,
+    rng: np.random.Generator,
+) -> Iterator[tuple[Numbered, int]]:
+    """The pairs renumbered into groups of k, k ~ U{min_sentences, ..., max_sentences}
+    drawn per group (at its first pair); a group ends at k pairs or where the document of
+    `numbered` ends, so the last group of a document takes what is left."""
+    group, size, limit, document = -1, 0, 0, None
+    for pair, number in numbered:
+        if size == limit or number != document:
+            group, size, limit, document = group + 1, 0, _draw_size(options, rng), number
+        size += 1
+        yield pair, group
 
 
 def _draw_size(options: DocumentsOptions, rng: np.random.Generator) -> int:
@@ -174,6 +286,37 @@ def _checked(pair: Numbered, side: int, paths: tuple[Path, Path]) -> str:
 
 
 # ---------------------------------------------------------------- reading the pairs
+
+
+def _with_corpus_documents(
+    paths: tuple[Path, Path], numbers: Path
+) -> Iterator[tuple[Numbered, int]]:
+    """The pairs of a split in file order, each with its corpus document's number."""
+    documents = _corpus_documents(numbers, paths)
+    for pair, number in itertools.zip_longest(_pairs_in_order(paths), documents):
+        if pair is None or number is None:
+            raise CorpusError(
+                f"{numbers} does not hold one number a line of {paths[0]}: prepare the data "
+                "again (data.rebuild)"
+            )
+        yield pair, number
+
+
+def _corpus_documents(numbers: Path, paths: tuple[Path, Path]) -> Iterator[int]:
+    """The document number of each pair of a split, read from its `<split>.docs`."""
+    if not numbers.is_file():
+        raise CorpusError(
+            f"{numbers} is missing: data.documents.boundaries=corpus reads the documents the "
+            f"corpus source marked beside {paths[0].name} (prepare the data again)"
+        )
+    with open(numbers, "rb") as lines:
+        for line_number, line in enumerate(lines, start=1):
+            try:
+                yield int(line)
+            except ValueError:
+                raise CorpusError(
+                    f"{numbers}: line {line_number} is not a document number"
+                ) from None
 
 
 def _split_pairs(
@@ -240,6 +383,10 @@ def _text(line: bytes) -> str:
 def document_summary(options: DocumentsOptions, sizes: dict[str, Counter[int]]) -> dict[str, Any]:
     """Documents per split, their mean sentence count per split, the largest overall."""
     summary: dict[str, Any] = {"document_order": options.order.name}
+    if options.boundaries is not DocumentBoundaries.drawn:
+        summary["document_boundaries"] = options.boundaries.name
+    if options.context is not None:  # one pair a sentence, the documents its contexts
+        summary["document_context"] = options.context
     for split, counts in sizes.items():
         documents = sum(counts.values())
         sentences = sum(size * count for size, count in counts.items())

@@ -14,8 +14,10 @@ attention's score and region are (`seq2seq.option_rules.checked_node`):
     source: {name: toy, task: reverse, vocab_size: 10, min_len: 3, ...}
 
 A bare name (`data.source=toy`) is that source with its default options. `data.documents`
-(null: off) turns each split of a corpus source into pseudo-documents of a few consecutive
-or shuffled pairs (`DocumentsOptions`, built by `seq2seq.data.documents`). The other keys
+(null: off) turns each split of a corpus source into documents: pseudo-documents of a few
+consecutive or shuffled pairs, or the corpus's own documents where its source marks them
+(`text_pair` with `document_marks`), joined on both sides or read as the context of each
+sentence (`DocumentsOptions`, built by `seq2seq.data.documents`). The other keys
 are those of the shared pipeline: languages, cleaning, the split, subwords, batching and
 files (each source reads the ones it needs: the toy tasks only the seed, the lengths and
 the batching). They are checked here; each source checks its options and how they fit the
@@ -72,15 +74,33 @@ class DocumentOrder(Enum):
     random = "random"  # the split's pairs after a shuffle seeded by data.seed
 
 
+class DocumentBoundaries(Enum):
+    """Where a document of `data.documents` may end."""
+
+    drawn = "drawn"  # anywhere: groups of k pairs, k drawn from the range (pseudo-documents)
+    corpus = "corpus"  # never across a document of the corpus (its source marks them)
+
+
 @dataclass(frozen=True)
 class DocumentsOptions:
-    """`data.documents`: each split's pairs grouped into pseudo-documents of k sentences,
-    k drawn uniformly from [min_sentences, max_sentences] per document (the last document
-    of a split takes what is left); `seq2seq.data.documents`."""
+    """`data.documents`: each split's pairs grouped into documents of k sentences, k drawn
+    uniformly from [min_sentences, max_sentences] per document (the last document of a
+    split, or with `boundaries: corpus` of a corpus document, takes what is left);
+    `seq2seq.data.documents`. `context: null` joins a document's sentences on both sides
+    into one pair; `context: c` keeps one pair per sentence, its source preceded by the c
+    (at most) sentences before it in its document, its target its own translation."""
 
     min_sentences: int = field(default=1, metadata=at_least(1))
     max_sentences: int = field(default=6, metadata=at_least(1))
     order: DocumentOrder = DocumentOrder.consecutive
+    boundaries: DocumentBoundaries = DocumentBoundaries.drawn
+    context: int | None = field(default=None, metadata=at_least(1))
+
+
+# Options of a source added after its record layout was fixed: keyed only when set.
+SOURCE_KEYS_WHEN_SET = {"document_marks": None}
+# Options of data.documents added after its record layout was fixed: keyed only when set.
+DOCUMENT_KEYS_WHEN_SET = {"boundaries": DocumentBoundaries.drawn.name, "context": None}
 
 
 @dataclass
@@ -92,9 +112,10 @@ class DataConfig:
     # tabular (a downloaded tab-separated corpus) | text_pair (given files, one sentence a
     # line) | toy (generated in memory) | a plugin's
     source: Any = field(default_factory=lambda: {"name": DEFAULT_SOURCE})
-    # pseudo-documents of a corpus source (DocumentsOptions): null (off), or
-    # {min_sentences: 1, max_sentences: 6, order: consecutive | random}; the sentences of a
-    # document are joined by the one piece <sep> on both sides
+    # documents of a corpus source (DocumentsOptions): null (off), or
+    # {min_sentences: 1, max_sentences: 6, order: consecutive | random,
+    #  boundaries: drawn | corpus, context: null | c}; the sentences of a document are
+    # joined by the one piece <sep> (both sides, or with context the source alone)
     documents: Any = None
     src_lang: str = "zh"
     tgt_lang: str = "en"
@@ -156,6 +177,12 @@ class DataConfig:
                 f"{DOCUMENTS_KEY} needs a corpus source (tabular, text_pair, hf, ...); "
                 f"data.source.name={self.source_name} has no sentences to join: set it to null"
             )
+        if self._documents_from_corpus() and not source.marks_documents(self):
+            raise ValueError(
+                f"{DOCUMENTS_KEY}.boundaries=corpus needs a corpus whose source marks its "
+                f"documents (data.source.name=text_pair with data.source.document_marks="
+                f"blank_lines or docids); data.source.name={self.source_name} marks none"
+            )
         check_plain_name("data.name", self.name)
         check_positive("max_tokens", self.max_tokens)
         check_positive("max_len", self.max_len)
@@ -167,6 +194,9 @@ class DataConfig:
         if self.alignments is not None and not str(self.alignments).strip():
             raise ValueError("data.alignments must be the path of a Pharaoh file, or null")
         source.validate(self)
+
+    def _documents_from_corpus(self) -> bool:
+        return self.documents is not None and self.documents["boundaries"] == "corpus"
 
     @property
     def source_name(self) -> str:
@@ -187,7 +217,8 @@ class DataConfig:
         if self.documents is None:
             return None
         order = DocumentOrder[self.documents["order"]]
-        return DocumentsOptions(**{**self.documents, "order": order})
+        boundaries = DocumentBoundaries[self.documents["boundaries"]]
+        return DocumentsOptions(**{**self.documents, "order": order, "boundaries": boundaries})
 
     def check_corpus_settings(self) -> None:
         """The checks of every source whose text is cleaned and cut into subwords:
@@ -258,6 +289,12 @@ def documents_node(value: Any) -> dict[str, Any] | None:
         DocumentsOptions, {str(key): item for key, item in value.items()}, DOCUMENTS_KEY,
         DOCUMENTS_KEY,
     )  # fmt: skip
+    if node["boundaries"] == DocumentBoundaries.corpus.name and node["order"] != "consecutive":
+        raise ValueError(
+            f"{DOCUMENTS_KEY}.order={node['order']} would join sentences of different corpus "
+            f"documents: with {DOCUMENTS_KEY}.boundaries=corpus the order is the corpus's "
+            "(consecutive)"
+        )
     if node["max_sentences"] < node["min_sentences"]:
         raise ValueError(
             f"{DOCUMENTS_KEY}.max_sentences ({node['max_sentences']}) must be >= "
@@ -293,6 +330,11 @@ def flat_settings(cfg: DataConfig) -> dict[str, Any]:
         if item.name != "source"
         and not (item.name in KEYED_WHEN_SET and getattr(cfg, item.name) == item.default)
     }
+    if cfg.documents is not None:  # its newer options only when set, as KEYED_WHEN_SET
+        flat["documents"] = {
+            key: value for key, value in cfg.documents.items()
+            if not (key in DOCUMENT_KEYS_WHEN_SET and value == DOCUMENT_KEYS_WHEN_SET[key])
+        }  # fmt: skip
     old_names = {new.removeprefix("source."): old for old, new in MOVED_KEYS.items()}
     tabular = registry.get("source", DEFAULT_SOURCE).options
     flat |= {old_names[item.name]: item.default for item in fields(tabular)}
@@ -300,8 +342,12 @@ def flat_settings(cfg: DataConfig) -> dict[str, Any]:
     flat["kind"] = old_kinds.get(cfg.source_name, cfg.source_name)
     built_in = registry.get("source", cfg.source_name).plugin is None
     for option, value in cfg.source.items():
-        if option != "name":
-            flat[old_names.get(option, f"source.{option}") if built_in else f"source.{option}"] = value
+        if option != "name" and not (
+            option in SOURCE_KEYS_WHEN_SET and value == SOURCE_KEYS_WHEN_SET[option]
+        ):
+            flat[old_names.get(option, f"source.{option}") if built_in else f"source.{option}"] = (
+                value
+            )
     return flat
 
 
@@ -357,8 +403,7 @@ def check_reading_limits(options: Any) -> None:
     check_positive("source.max_line_bytes", options.max_line_bytes)
     if not 0.0 <= options.max_malformed_share <= 1.0:
         raise ValueError(
-            "data.source.max_malformed_share must be in [0, 1], got "
-            f"{options.max_malformed_share}"
+            f"data.source.max_malformed_share must be in [0, 1], got {options.max_malformed_share}"
         )
 
 

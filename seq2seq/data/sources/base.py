@@ -23,8 +23,11 @@ A `CorpusSource` leaves subwords, encoding and caching to the shared pipeline, i
 is, with a sha256 of its content (`LocatedCorpus`; the prepared files are cached under a
 key of that hash and the settings, `seq2seq.data.record`), and writes the six split text
 files of cleaned pairs into the prepared folder, returning the counts the summary shows.
-With `data.documents` set, the pipeline then joins each split's pairs into pseudo-documents
-(`seq2seq.data.documents`) before the subwords are trained, so every corpus source has them.
+With `data.documents` set, the pipeline then joins each split's pairs into documents
+(`seq2seq.data.documents`) before the subwords are trained, so every corpus source has them;
+a source whose corpus marks its own documents (`marks_documents`) writes, with
+`data.documents.boundaries=corpus`, one more file per split, `<split>-documents.txt`: the number of
+the document of each pair, line for line (`seq2seq.data.documents.DOCUMENT_NUMBERS`).
 """
 
 from __future__ import annotations
@@ -61,6 +64,12 @@ class DataSource:
 
     def validate(self, cfg: DataConfig) -> None:
         """Raise ValueError naming the first invalid key this source reads."""
+
+    def marks_documents(self, cfg: DataConfig) -> bool:
+        """Whether this source, so configured, says where its corpus's documents begin:
+        then `write_splits` also writes `<split>-documents.txt` (`seq2seq.data.documents`) when
+        `data.documents.boundaries=corpus` asks for them."""
+        return False
 
     def prepare(self, cfg: DataConfig) -> PreparedData:
         raise NotImplementedError
