@@ -205,3 +205,36 @@ def test_options_may_follow_the_overrides():
     parser = align_both.build_parser()
     args = parser.parse_intermixed_args(["out", "a=1", "--train", "b=2", "--symmetrise", "union"])
     assert args.overrides == ["a=1", "b=2"] and args.train and args.symmetrise == "union"
+
+
+def test_layer_and_head_read_both_models_as_seq2seq_align_reads_them(trained, capsys, tmp_path):
+    checkpoints, out = trained["checkpoints"], tmp_path / "out"
+    shutil.copytree(trained["out"], out)
+    reading = ["--layer", "0", "--head", "1"]
+    code, _, err = run_main(align_both.main, capsys, out, *trained["overrides"], *reading)
+    assert code == 0 and "aligned with" not in err  # the user's reading, not each default
+    split = trained["root"] / "data" / "prepared" / "tatoeba_zh_en"
+    expected = tmp_path / "expected.align"
+    code, _ = seq2seq_align(capsys, checkpoints["zh_en"], checkpoints["en_zh"], *reading,
+                            "--src", split / "test.zh", "--tgt", split / "test.en",
+                            "-o", expected)  # fmt: skip
+    assert code == 0
+    written = (out / "test.harmonic.align").read_text(encoding="utf-8")
+    assert written == expected.read_text(encoding="utf-8")
+    default = (trained["out"] / "test.harmonic.align").read_text(encoding="utf-8")
+    assert written != default  # head 1 alone is not each model's own reading
+    (row,) = read_aligners(out / "test.harmonic.aer.json")
+    assert row["model"].endswith("(zh→en + en→zh, layer 0 head 1)")
+
+
+@pytest.mark.parametrize(
+    ("reading", "message"),
+    [(["--head", "first"], "--head: expected a head index (0, 1, ...) or mean"),
+     (["--layer", "7"], "layer")],
+)  # fmt: skip
+def test_a_layer_or_head_the_models_lack_is_one_line(trained, capsys, reading, message):
+    code, out, err = run_main(align_both.main, capsys, trained["out"], *trained["overrides"],
+                              *reading, "-o", trained["root"] / "never.align")  # fmt: skip
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert message in err and "Traceback" not in err
+    assert not (trained["root"] / "never.align").exists()

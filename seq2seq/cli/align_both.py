@@ -28,7 +28,9 @@ the checkpoint's): one Pharaoh line per pair, source word - target word of the f
 direction from 0, written to -o (default OUT_DIR/test.<method>.align, for --src my.zh
 OUT_DIR/my.zh.<method>.align). Each model reads with its
 own default (`seq2seq.align.defaults`: its alignment layer, else its guided or chosen head,
-else the last layer's head mean; --attention: never the layer), and the two are combined
+else the last layer's head mean; --attention: never the layer), or with --layer L and
+--head H (index or mean) both read that layer and head of their translation attention, as
+`seq2seq-align --layer --head` does (the row for the comparison names them); the two are combined
 by --symmetrise as `seq2seq-align FORWARD.pt --reverse REVERSE.pt --symmetrise METHOD`
 combines them (`seq2seq.align.symmetric`; default harmonic, the lowest AER on the valid
 gold; grow-diag-final-and and the others are options).
@@ -152,16 +154,41 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threshold", type=float, default=0.3, help="for --extract threshold")
     parser.add_argument("--attention", action="store_true",
                         help="read the translation attention even when a model has an "
-                        "alignment layer")  # fmt: skip
+                        "alignment layer (as --layer or --head do)")  # fmt: skip
+    parser.add_argument("--layer", type=int, default=None,
+                        help="the translation attention's layer of both models, from 0, "
+                        "negative from the end (default: each model's own reading)")  # fmt: skip
+    parser.add_argument("--head", type=align.head_choice, default=align.UNSET,
+                        help="head index or mean, of both models (default: each model's own "
+                        "reading)")  # fmt: skip
     parser.add_argument("-o", "--output", type=Path,
                         help="the links file (default OUT_DIR/test.<method>.align, or "
                         "OUT_DIR/<--src name>.<method>.align)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.add_argument("--device", type=device, default="cpu", help="cpu, cuda, cuda:N")
     plugin_argument(parser)
-    # what `seq2seq.cli.align.model_settings` reads: each model's own default reading
-    parser.set_defaults(layer=None, head=align.UNSET)
     return parser
+
+
+def reading(args: argparse.Namespace) -> AlignSettings:
+    """The reading --layer, --head, --extract and --threshold give (ValueError naming a bad
+    one): used by both models when --layer or --head is given, else each model's own
+    default with the extraction (`seq2seq.cli.align.model_settings`)."""
+    return AlignSettings(
+        -1 if args.layer is None else args.layer,
+        None if args.head is align.UNSET else args.head,
+        args.extract,
+        args.threshold,
+    )
+
+
+def reading_name(args: argparse.Namespace) -> str:
+    """`, layer L head H` for the row of a reading the user named; empty for the defaults."""
+    if args.layer is None and args.head is align.UNSET:
+        return ""
+    settings = reading(args)
+    head = "mean" if settings.head is None else settings.head
+    return f", layer {settings.layer} head {head}"
 
 
 def options_problem(args: argparse.Namespace) -> str | None:
@@ -395,8 +422,9 @@ class Aligner:
 
 
 def aligner(args: argparse.Namespace, pair: Sequence[Direction], notes: list[str]) -> Aligner:
-    """Both checkpoints loaded, each with its own default reading (noted in `notes`)."""
-    settings = AlignSettings(extract=args.extract, threshold=args.threshold)
+    """Both checkpoints loaded, each with its own default reading (noted in `notes`), or
+    both with --layer and --head."""
+    settings = reading(args)
     models = [loaded(args, direction) for direction in pair]
     readings = [
         align.model_settings(args, settings, model, direction.checkpoint, notes)
@@ -414,9 +442,12 @@ def gold_counts(found: Aligner, languages: tuple[str, str]) -> AlignmentCounts |
     return corpus_counts(links, [pair.links for pair in pairs])
 
 
-def compare_row(counts: AlignmentCounts, pair: Sequence[Direction], method: str) -> str:
-    """The row `seq2seq-compare` reads from a BASELINE_AER file (`seq2seq.study.aer_rows`)."""
-    name = f"symmetrised {method} ({' + '.join('→'.join(d.languages) for d in pair)})"
+def compare_row(
+    counts: AlignmentCounts, pair: Sequence[Direction], method: str, read: str = ""
+) -> str:
+    """The row `seq2seq-compare` reads from a BASELINE_AER file (`seq2seq.study.aer_rows`);
+    `read`: how the attention was read when the user named it (`reading_name`)."""
+    name = f"symmetrised {method} ({' + '.join('→'.join(d.languages) for d in pair)}{read})"
     row = {"name": name, "test_aer": counts.aer, "precision": counts.precision,
            "recall": counts.recall}  # fmt: skip
     return json.dumps(row, ensure_ascii=False, indent=2) + "\n"
@@ -444,7 +475,8 @@ def align_and_score(
         counts = gold_counts(found, pair[0].languages)
         if counts is not None:
             row = args.out_dir / f"test.{args.symmetrise}.aer.json"
-            write_output_file(row, compare_row(counts, pair, args.symmetrise), "OUT_DIR")
+            text = compare_row(counts, pair, args.symmetrise, reading_name(args))
+            write_output_file(row, text, "OUT_DIR")
             say(f"the gold test pairs' scores, for make compare BASELINE_AER=: {row}")
     if counts is not None:
         align.report(counts, args.json)
@@ -485,7 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         parser.error(problem)
     try:
-        AlignSettings(extract=args.extract, threshold=args.threshold)
+        reading(args)
     except ValueError as error:
         parser.error(str(error))
     try:
