@@ -12,8 +12,15 @@ from matplotlib.figure import Figure
 
 import seq2seq.cli.lab as lab_cli
 from seq2seq.lab.catalogue import experiment, experiments
-from seq2seq.lab.experiment import Experiment, Finding, LabContext
-from seq2seq.lab.page import Machine, markdown_table, models_note
+from seq2seq.lab.experiment import ChineseText, Experiment, Finding, LabContext
+from seq2seq.lab.page import (
+    Machine,
+    markdown_table,
+    models_note,
+    page_text,
+    page_text_zh,
+    run_from_record,
+)
 from seq2seq.lab.training import run_folder, run_overrides
 
 MACHINE = Machine("a test CPU", 2, 1, 100.0)
@@ -41,10 +48,16 @@ def broken(context: LabContext) -> Finding:
     raise RuntimeError("this experiment breaks\non two lines")
 
 
+def slope_zh(values, agrees, quick) -> str:
+    return f"直线的斜率是 {values['slope']:.1f}" + ("（快速版）" if quick else "") + "。"
+
+
+LINE_ZH = ChineseText("一条直线", "直线往下走。", "画一条直线。", slope_zh)
 FAKES = {
-    "drawn": Experiment("drawn", 1, "A line", "Lines fall.", drawn, "Draws one line."),
+    "drawn": Experiment("drawn", 1, "A line", "Lines fall.", drawn, "Draws one line.", LINE_ZH),
     "broken": Experiment("broken", 2, "Broken", "It breaks.", broken),
 }
+DOCS_LAB = Path(__file__).resolve().parents[1] / "docs" / "lab"
 
 
 def test_every_experiment_module_registers_one_experiment_named_as_its_module():
@@ -93,6 +106,54 @@ def test_a_run_writes_the_page_record_and_index_and_a_failure_does_not_stop_the_
     assert record["values"] == {"slope": -1.0} and record["agrees"] is True
     index = (tmp_path / "pages" / "index.md").read_text(encoding="utf-8")
     assert "[A line](drawn.md)" in index and "Broken" not in index
+    assert "[中文](drawn.zh.md)" in page
+    chinese = (tmp_path / "pages" / "drawn.zh.md").read_text(encoding="utf-8")
+    assert chinese.startswith("# 一条直线\n\n[English](drawn.md)")
+    assert "## 论断\n\n直线往下走。" in chinese and "画一条直线。" in chinese
+    assert "直线的斜率是 -1.0（快速版）。" in chinese  # from the recorded values
+    assert "**" not in chinese and "这里的测量与论断一致。" in chinese
+    assert "float32 矩阵乘法上限 100 GFLOP/s" in chinese and "| x | y |" in chinese
+    index_zh = (tmp_path / "pages" / "index.zh.md").read_text(encoding="utf-8")
+    assert "[一条直线](drawn.zh.md) | 一致 |" in index_zh and "Broken" not in index_zh
+
+
+def test_pages_are_written_again_from_the_records_alone(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(lab_cli, "experiments", lambda: FAKES)
+    monkeypatch.setattr(lab_cli, "this_machine", lambda threads: MACHINE)
+    pages = tmp_path / "pages"
+    with pytest.raises(SystemExit):
+        lab_cli.main(["drawn", "--out", str(pages), "--quick"])
+    written = {path.name: path.read_bytes() for path in pages.glob("*.md")}
+    assert sorted(written) == ["drawn.md", "drawn.zh.md", "index.md", "index.zh.md"]
+    for name in written:
+        (pages / name).unlink()
+    monkeypatch.setattr(lab_cli, "this_machine", lambda threads: pytest.fail("nothing runs"))
+    lab_cli.main(["--pages", "--out", str(pages)])
+    assert {path.name: path.read_bytes() for path in pages.glob("*.md")} == written
+    assert "1 experiments' pages written again" in capsys.readouterr().out
+
+
+def test_pages_refuses_names_and_a_missing_folder(tmp_path, capsys):
+    for argv, message in ((["--pages", "masks"], "name no experiment"),
+                          (["--pages", "--out", str(tmp_path / "none")], "is not a folder")):  # fmt: skip
+        with pytest.raises(SystemExit) as stopped:
+            lab_cli.main(argv)
+        assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", list(experiments()))
+def test_the_pages_in_docs_are_those_their_records_give_in_both_languages(name):
+    """docs/lab/NAME.md and NAME.zh.md are what `seq2seq-lab --pages` writes from
+    NAME/finding.json: every Chinese summary reads the numbers of the committed run."""
+    found = experiments()[name]
+    run = run_from_record(found, DOCS_LAB)
+    assert run is not None, f"docs/lab/{name}/finding.json is missing"
+    assert (DOCS_LAB / f"{name}.md").read_text(encoding="utf-8") == page_text(run)
+    assert found.zh is not None, f"{name} has no Chinese page"
+    chinese = page_text_zh(run)
+    assert (DOCS_LAB / f"{name}.zh.md").read_text(encoding="utf-8") == chinese
+    summary = chinese.split("## 发现\n\n", 1)[1].split("\n\n", 1)[0]
+    assert sum("\u4e00" <= char <= "\u9fff" for char in summary) > 20
 
 
 def test_bad_numbers_are_refused(capsys):

@@ -155,3 +155,17 @@ def test_batched_pooling_weights_are_each_sentences_own_and_sum_to_one(tmp_path)
 def test_the_catalogue_lists_pooling():
     assert experiments()["pooling"] is EXPERIMENT
     assert "attention pooling" in EXPERIMENT.claim and EXPERIMENT.default_size
+
+
+def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
+    text = EXPERIMENT.zh.summary(quick.values, quick.agrees, True)
+    values = quick.values
+    assert text.startswith("在玩具倒序任务的测试集上")
+    for arm in ARMS:
+        assert f"{values[f'test_bleu_{arm}']:.2f}" in text
+    gap = values["test_bleu_attention_pool"] - values["test_bleu_final"]
+    assert f"注意力池化相对最后状态 {gap:+.2f}" in text
+    assert ("与论断一致" in text) == bool(quick.agrees)
+    for key in ("weights_summary", "weights_context"):
+        if key in values:
+            assert f"它的熵是 {values[key]['entropy']:.2f} 奈特" in text

@@ -4,9 +4,12 @@
     seq2seq-lab vanishing_gradients         # one experiment at its default size
     seq2seq-lab all --out docs/lab          # every experiment (make lab)
     seq2seq-lab masks --quick               # the seconds-sized version the tests run
+    seq2seq-lab --pages --out docs/lab      # the pages again from the records, nothing run
 
-Each experiment writes its figures and `finding.json` into OUT/NAME/ and its page to
-OUT/NAME.md, prints what it found, and `OUT/index.md` lists every finding so far. Trained
+Each experiment writes its figures and `finding.json` into OUT/NAME/ and its pages to
+OUT/NAME.md and OUT/NAME.zh.md (Chinese), prints what it found, and `OUT/index.md` (and
+`index.zh.md`) lists every finding so far. `--pages` writes every page and the indexes
+again from the records in OUT, running nothing (after a change to an experiment's texts). Trained
 models are kept in --runs and reused by later calls and by other experiments. In a terminal
 or a notebook a progress bar on stderr counts the experiments done, with the time left
 (`--no-progress`, or `SEQ2SEQ_PROGRESS=0`, turns it and the runs' data bars off). Exit code 0
@@ -31,7 +34,14 @@ from seq2seq.cli.checked_options import OneLineParser, device_or_auto, seed, thr
 from seq2seq.cli.common import one_line
 from seq2seq.lab.catalogue import experiments
 from seq2seq.lab.experiment import Experiment, LabContext
-from seq2seq.lab.page import LabRun, Machine, this_machine, write_index, write_page
+from seq2seq.lab.page import (
+    LabRun,
+    Machine,
+    rewrite_pages,
+    this_machine,
+    write_index,
+    write_page,
+)
 from seq2seq.output_folders import OutputPlaceError, check_output_place, place_error
 from seq2seq.plugins import PluginError, import_plugins
 from seq2seq.progress_bars import NO_PROGRESS_HELP, progress_bar, switch_off_in
@@ -44,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="seq2seq-lab", description=__doc__.split("\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help="experiments to run, or `all`")
     parser.add_argument("--list", action="store_true", help="list the experiments and stop")
+    parser.add_argument("--pages", action="store_true",
+                        help="write the pages (English and Chinese) and indexes of --out again "
+                        "from their records; nothing runs")  # fmt: skip
     parser.add_argument("--quick", action="store_true",
                         help="the seconds-sized version (toy data, a few updates)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None,
@@ -108,10 +121,30 @@ def run_one(
         with bar.external_write_mode():
             print(f"seq2seq-lab: {one_line(place_error(error, out_root))}", file=sys.stderr)
         return False
+    except (KeyError, TypeError, ValueError) as error:  # the record and English page are written
+        with bar.external_write_mode():
+            print(f"seq2seq-lab: {experiment.name}: its Chinese page was not written: "
+                  f"{one_line(error)}", file=sys.stderr)  # fmt: skip
+        return False
     with bar.external_write_mode():
         print(finding.summary.strip())
         print(f"({seconds:.1f} s; figures in {context.out_dir}, page {page})\n", flush=True)
     return True
+
+
+def pages_again(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """`--pages`: the pages of every recorded experiment in --out, written again."""
+    if args.names:
+        parser.error("--pages rewrites every page of --out: name no experiment")
+    out_root = args.out or Path("outputs/lab-quick" if args.quick else "outputs/lab")
+    if not out_root.is_dir():
+        parser.error(f"--pages: {out_root} is not a folder of lab pages (--out)")
+    try:
+        pages = rewrite_pages(out_root, list(experiments().values()))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        print(f"seq2seq-lab: --pages: {one_line(error)}", file=sys.stderr)
+        sys.exit(1)
+    print(f"{len(pages)} experiments' pages written again in {out_root}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -119,6 +152,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.list:
         print(listing())
+        return
+    if args.pages:
+        pages_again(parser, args)
         return
     if args.threads < 0:
         parser.error(f"--threads must be at least 0, got {args.threads}")

@@ -7,11 +7,16 @@ threads to use; the `Finding` says what it measured: two or three sentences, a s
 its figures and the numbers the tests and the pages quote. A finding that contradicts the
 claim says so (`agrees=False`): the lab reports what it measured, it is never tuned until
 it agrees.
+
+Each experiment also has its page in Chinese (`ChineseText`, in `seq2seq.lab.chinese`): the
+same title, claim and size in Chinese, and a summary written from the numbers its finding
+recorded (`Finding.values`), so the Chinese page states what was measured, as the English
+one does, and both are rewritten from the same record (`seq2seq-lab --pages`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +62,18 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class ChineseText:
+    """An experiment's page in Chinese: its fixed texts, and `summary(values, agrees,
+    quick)`, the finding in Chinese from the numbers of `Finding.values` (and whether the
+    run was `--quick`), as the English summary states them."""
+
+    title: str
+    claim: str
+    default_size: str
+    summary: Callable[[Mapping[str, Any], bool | None, bool], str]
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A registered experiment (`EXPERIMENT` of a module of `seq2seq.lab`)."""
 
@@ -67,3 +84,4 @@ class Experiment:
     run: Callable[[LabContext], Finding]
     # What the default size costs and measures, in one sentence for the page.
     default_size: str = ""
+    zh: ChineseText | None = None  # the Chinese page (`seq2seq.lab.chinese`)

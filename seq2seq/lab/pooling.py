@@ -53,6 +53,7 @@ from matplotlib.figure import Figure
 
 from seq2seq.data.batching import collate
 from seq2seq.data.prepare import prepare
+from seq2seq.lab.chinese.pooling import CHINESE
 from seq2seq.lab.context_vector import (
     BUCKETS,
     DOC_ARM_OVERRIDES,
@@ -486,4 +487,5 @@ EXPERIMENT = Experiment(
         "source-length buckets against the last state, and reads the pooling weights of "
         "the 1,000 test sentences."
     ),
+    zh=CHINESE,
 )
