@@ -211,6 +211,10 @@ def test_run_description_names_the_parts_and_the_attention_settings():
     monotonic = {**config["attention"], "score": {"name": "general"}, "region": {"name": "local",
                  "mode": "monotonic"}}  # fmt: skip
     assert describe_run({**config, "attention": monotonic})["region"] == "local-m D=5"
+    for estimator, name in (("straight_through", "hard"), ("reinforce", "hard (reinforce)")):
+        hard = {**config["attention"], "score": {"name": "additive"},
+                "region": {"name": "hard", "estimator": estimator}}  # fmt: skip
+        assert describe_run({**config, "attention": hard})["region"] == name
     none = {**config, "attention": {"_target_": "seq2seq.models.attention.NoAttention"}}
     assert run_title(none, step=7) == "encoder=transformer · decoder=lstm · attention=none · step 7"
 

@@ -174,8 +174,9 @@ def save_translation_heatmap(
 
 
 def describe_run(config: Mapping[str, Any]) -> dict[str, str]:
-    """What distinguishes a model: encoder, decoder and attention settings, as short strings,
-    and `alignment: guided` for a model trained with guided alignment. `config` is the run's
+    """What distinguishes a model: encoder, decoder and attention settings, as short strings
+    (a local region's mode and window, `local-p D=5`; a hard region's estimator when it is
+    not the default, `hard (reinforce)`), and `alignment: guided` for a model trained with guided alignment. `config` is the run's
     config as plain data (`Translator.run_config`, `TrainerSettings.run_config`)."""
     described = {group: _part_name(group, config[group]) for group in ("encoder", "decoder")}
     attention = config["attention"]
@@ -183,13 +184,21 @@ def describe_run(config: Mapping[str, Any]) -> dict[str, str]:
     if choice is None:  # attention=none
         return {**described, "attention": registry.of_node("attention", attention).name}
     score, region = choice
-    if region == "local":
-        local = component_node("region", attention["region"])
-        region = f"local-{local['mode'][0]} D={local['window']}"
+    if region in ("local", "hard"):
+        region = _region_name(region, component_node("region", attention["region"]))
     described |= {"score": score, "region": region, "heads": str(attention["heads"])}
     if (config.get("alignment") or {}).get("guided"):
         described["alignment"] = "guided"
     return described
+
+
+def _region_name(name: str, options: Mapping[str, Any]) -> str:
+    """`local-p D=5` / `local-m D=5`; `hard (reinforce)` for a hard region whose estimator
+    is not the default (straight-through keeps the plain name `hard`)."""
+    if name == "local":
+        return f"local-{options['mode'][0]} D={options['window']}"
+    estimator = options.get("estimator", "straight_through")
+    return name if estimator == "straight_through" else f"{name} ({estimator})"
 
 
 def run_title(cfg: Mapping[str, Any], step: int | None = None) -> str:
