@@ -11,8 +11,10 @@ from helpers import is_png, lab_quick_fixture
 from seq2seq.lab.context_vector import (
     ATTENTIONS,
     DOC_ARMS,
+    DOC_SEEDS,
     EXPERIMENT,
     MECHANISMS,
+    ONE_VECTOR,
     QUICK_BUCKETS,
     QUICK_SPLITS,
     GreedyOutput,
@@ -179,3 +181,30 @@ def test_arm_scores_score_documents_without_their_separators():
     assert scores["final"].bleu == pytest.approx(expected) and scores["final"].p_value is None
     gain, p_value = gain_over("additive", "final", [{"final": scores}])
     assert gain == pytest.approx(100.0 - expected) and 0.0 <= p_value <= 1.0
+
+
+def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
+    values, documents = quick.values, quick.values["documents"]
+    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    sentences, docs, note = text.split("\n\n")
+    assert sentences.startswith("**短句。** 在玩具倒序任务的测试集上")
+    buckets = values["buckets"]
+    assert f"分成 {len(buckets)} 个区间，从 {buckets[0]} 到 {buckets[-1]} 个符号" in sentences
+    assert f"每种模型 {values['seeds']} 个种子" in sentences
+    for arm in ATTENTIONS:
+        gap = f"{values[f'gap_shortest_{arm}']:+.1f} → {values[f'gap_longest_{arm}']:+.1f}"
+        assert gap in sentences
+        for base in ONE_VECTOR:
+            shortest, longest = documents["gain_shortest"][arm], documents["gain_longest"][arm]
+            assert f"{shortest[base]:+.1f} → {longest[base]:+.1f}" in docs
+    assert docs.startswith("**文档。** 在生成的中→英文档的测试集上")
+    assert f"（{documents['documents']} 篇文档，平均每篇 " in docs
+    assert f"{documents['sentences_per_document']:.1f} 个句子" in docs
+    assert f"最长 {documents['max_length']} 个字符；每组 {documents['seeds']} 个种子" in docs
+    assert ("与论断一致" in sentences) == (values["agrees_sentences"] is True)
+    assert ("与论断一致" in docs) == (quick.agrees is True)
+    assert ("不能判定" in docs) == (quick.agrees is None)
+    on_sentences = {True: "与论断一致", False: "与论断不一致", None: "不能判定这条论断"}
+    assert f"在短句上，测量{on_sentences[values['agrees_sentences']]}。" in note
+    runs = f"各 {DOC_SEEDS} 个种子（{len(DOC_ARMS) * DOC_SEEDS} 次运行）"
+    assert runs in EXPERIMENT.zh.default_size  # the English size's constants

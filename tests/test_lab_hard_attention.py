@@ -41,3 +41,17 @@ def test_identical_gradients_have_exactly_zero_noise():
     assert gradient_noise(same)[0] == 0.0 and gradient_noise(same)[1] == 0.0
     varied = torch.tensor([[1.0, 0.0], [3.0, 0.0]])
     assert gradient_noise(varied) == pytest.approx((1.0, 2.0 / 4.0))
+
+
+def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
+    text = EXPERIMENT.zh.summary(quick.values, quick.agrees, True)
+    values = quick.values
+    assert text.startswith("在玩具倒序任务上，") and "Tatoeba" not in text  # the toy task only
+    for method in ("straight_through", "reinforce"):
+        assert f" {values[f'toy_{method}_noise_ratio_init']:.3g}" in text
+    assert "（软注意力恰为 0）" in text
+    for method in METHODS:
+        assert f" {values[f'toy_{method}_mean_loss']:.3f}" in text
+    bleu = "、".join(f"{values[f'toy_{method}_test_bleu']:.1f}" for method in METHODS)
+    assert f"测试 BLEU（软注意力、直通估计、REINFORCE）：{bleu}。" in text
+    assert text.endswith("这支持论断。") == quick.agrees

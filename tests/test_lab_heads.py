@@ -69,3 +69,20 @@ def test_removing_a_head_zeroes_its_context_and_restores_the_weights():
         output, _ = attention.attend(query, keys, values)
     torch.testing.assert_close(output, expected)
     assert torch.equal(attention.output_proj.weight, before)
+
+
+def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
+    text = EXPERIMENT.zh.summary(quick.values, quick.agrees, True)
+    values = quick.values
+    assert text.startswith(f"模型的 {values['heads']} 个头中")
+    assert f"验证 BLEU 为 {values['full_bleu']:.2f}）" in text
+    assert f"有 {values['heads_under_threshold']} 个单独去掉时" in text
+    where = values["most_important_head"].rsplit(" ", 2)[-2:]  # "L0 H1", after the kind
+    assert f"{' '.join(where)}（{values['largest_loss']:.2f} BLEU）" in text
+    for kind in KINDS:
+        assert f" {values['mean_js'][kind]:.2f}" in text
+    assert "encoder" not in text and "decoder" not in text  # the kinds are in Chinese
+    low, high = values["entropy_range"]
+    assert f"各头的平均熵在 {low:.2f} 到 {high:.2f} 奈特之间" in text
+    assert ("与论断一致" in text) == bool(quick.agrees)
+    assert ("这不支持论断" in text) == (quick.agrees is False)

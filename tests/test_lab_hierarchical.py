@@ -13,6 +13,7 @@ from seq2seq.lab.catalogue import experiments
 from seq2seq.lab.hierarchical import (
     ATTENTIONS,
     EXPERIMENT,
+    SEEDS,
     accuracy,
     chance,
     longest_sentence_choices,
@@ -118,3 +119,21 @@ def test_the_figures_are_pngs(quick):
 
 def test_the_catalogue_lists_it():
     assert experiments()["hierarchical"] is EXPERIMENT
+
+
+def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
+    values = quick.values
+    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    assert text.startswith(f"在玩具文档上（每组 {values['seeds']} 个种子）")
+    assert f"扁平 general 注意力的文档 BLEU 是 {values['test_bleu_general']:.1f}" in text
+    assert f"层次注意力是 {values['test_bleu_hierarchical']:.1f}" in text
+    assert f"p = {max(values['p_hierarchical_vs_flat']):.3f}" in text
+    general, hierarchical = (values[f"sentence_accuracy_{a}"] for a in ("general", "hierarchical"))
+    assert f"扁平 {general:.2f}，层次 {hierarchical:.2f}" in text
+    assert f"随机猜测 {values['chance']:.2f}" in text
+    assert f"在 K = {values['cost_ratios']['sentences']} 时" in text
+    assert f"general 的 {values['cost_ratios']['flops']:.2f} 倍" in text
+    assert f"上限 {values['ceiling_gflops']:.0f} GFLOP/s" in text
+    verdict = {True: "与论断一致", False: "与论断相反", None: "不能判定论断"}[quick.agrees]
+    assert verdict in text
+    assert f"每组 {SEEDS} 个种子" in EXPERIMENT.zh.default_size  # the module's own constant

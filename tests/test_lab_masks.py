@@ -100,3 +100,16 @@ def test_a_decoder_without_such_a_pass_refuses_future_mask_false():
     src, src_mask, tgt_in = source_and_target()
     with pytest.raises(ValueError, match="future_mask=False needs a decoder"):
         model(src, src_mask, tgt_in, future_mask=False)
+
+
+def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
+    values = quick.values
+    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    losses = f"每个词元 {values['unmasked_loss']:.3f} 奈特，带掩码时是 {values['masked_loss']:.3f}"
+    exact = f"只占 {values['unmasked_exact']:.0%}，带掩码的模型占 {values['masked_exact']:.0%}"
+    assert losses in text and exact in text
+    assert f"BLEU {values['unmasked_bleu']:.1f} 对 {values['masked_bleu']:.1f}" in text
+    assert f"至多 {values['most_pads']} 个填充词元" in text
+    assert f"{values['sentences']} 个测试输出中有 {values['changed_with_mask']} 个改变" in text
+    assert f"至多有 {values['changed_without_mask']} 个改变" in text
+    assert ("论断的两部分都成立" in text) == bool(quick.agrees)

@@ -10,7 +10,7 @@ from helpers import dot_score_plugin, is_png, lab_quick_fixture, plugins_unloade
 
 from seq2seq import registry
 from seq2seq.lab.experiment import LabContext
-from seq2seq.lab.mechanisms import EXPERIMENT, mechanisms, preset_choice
+from seq2seq.lab.mechanisms import EXPERIMENT, mechanisms, percent_range, preset_choice
 from seq2seq.plugins import import_plugins
 
 quick = lab_quick_fixture(EXPERIMENT)
@@ -78,3 +78,15 @@ def test_a_plugin_score_joins_the_mechanisms(tmp_path):
                 "attention=additive", "attention.score=twice_dot", f"plugins=['{plugin}']",
             )  # fmt: skip
     assert "twice_dot" not in {m.name for m in mechanisms(context(tmp_path, False))}
+
+
+def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
+    values = quick.values
+    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    best, worst = values["best"], values["worst"]
+    assert text.startswith(f"在 {len(values['mechanisms'].split(','))} 种机制中")
+    assert f"{best} 的对齐最好（对齐准确率 {values[f'accuracy.{best}']:.3f}）" in text
+    assert f"{worst} 最差（{values[f'accuracy.{worst}']:.3f}）" in text
+    sparse = [values[f"zero_share.{name}"] for name in ("sparsemax", "hard")]
+    assert f"非 soft 的区域让 {percent_range(sparse)} 的权重恰好为零" in text
+    assert ("与论断一致" in text) == bool(quick.agrees)

@@ -88,3 +88,16 @@ def test_both_figures_are_written_as_png(quick):
     ]  # fmt: skip
     for path in quick.figures:
         assert is_png(path)
+
+
+def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
+    values = quick.values
+    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    for family in FAMILIES:
+        assert f"{values[f'{family}_train_growth']:.1f} 倍（{family}）" in text
+        assert f"{values[f'{family}_decode_growth']:.1f} 倍（{family}）" in text
+        assert f"{values[f'{family}_train_ms'][-1]:.0f} ms（{family}）" in text
+    assert f"共 {len(QUICK.lengths)} 种长度" in text
+    assert f"矩阵乘法上限是 {values['ceiling_gflops']:.0f} GFLOP/s" in text
+    assert ("与论断的预测一致" in text) == quick.agrees
+    assert ("并没有增长得最快，与论断相反" in text) == (not quick.agrees)

@@ -4,6 +4,8 @@ at chance where reversal needs an input it has not read."""
 
 from __future__ import annotations
 
+import statistics
+
 import torch
 from helpers import is_png, lab_quick_fixture
 
@@ -13,6 +15,7 @@ from seq2seq.lab.rnn_forms import (
     EXPERIMENT,
     FORMS,
     NEAR,
+    PREDICTED_FITS,
     QUICK,
     RULES,
     SHAPES,
@@ -147,3 +150,22 @@ def test_the_lab_lists_the_experiment(capsys):
     assert "rnn_forms" in experiments()
     lab_cli.main(["--list"])
     assert "rnn_forms" in capsys.readouterr().out
+
+
+def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
+    values = quick.values
+    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    token, exact = values["token_accuracy"], values["sequence_accuracy"]
+    for form, task in PREDICTED_FITS:
+        assert f"{form} 做 {task} {token[form][task]:.2f}" in text
+    assert f"达到 {values['fits']} 才算胜任" in text
+    by_position = values["reverse_by_position"]["N vs N"]
+    unread = statistics.fmean(by_position[i] for i in values["unread_positions"])
+    assert f"还没读到的输出位置上只有 {unread:.2f}（随机水平" in text
+    assert f"在 {QUICK.length} 个字母的倒序上，它整句写对的比例只有 " in text
+    assert f"{exact['N vs N']['reverse']:.2f}，N vs M（编码器-解码器）则有 " in text
+    assert f"则有 {exact['N vs M']['reverse']:.2f}。" in text
+    assert ("未成立的预测" in text) == (not quick.agrees)
+    missed = {**values["predictions"], "N vs M fits reverse": False}
+    text = EXPERIMENT.zh.summary({**values, "predictions": missed}, False, True)
+    assert "未成立的预测：N vs M 胜任 reverse（逐词元准确率至少 0.9）" in text

@@ -74,3 +74,23 @@ def test_the_softmax_jacobian_norm_matches_its_closed_form():
     assert softmax_jacobian_norms(scores).item() == pytest.approx(jacobian.norm().item(), rel=1e-5)
     one_hot = softmax_jacobian_norms(torch.tensor([[60.0, 0.0, 0.0]]))
     assert one_hot.item() < 1e-10
+
+
+def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
+    text = EXPERIMENT.zh.summary(quick.values, quick.agrees, True)
+    values = quick.values
+    low, high = INIT_WIDTHS[0], INIT_WIDTHS[-1]
+    assert text.startswith(f"初始化时，未缩放的分数方差从 d_k = {low} 时的 ")
+    assert f"{values[f'dot_{low}_variance']:.1f} 增长到 d_k = {high} 时的 " in text
+    assert f"d_k = {high} 时的 {values[f'dot_{high}_variance']:.0f}" in text
+    saturated = [values[f"dot_{width}_saturated"] for width in (low, high)]
+    assert f"从 {saturated[0]:.0%} 升到 {saturated[1]:.0%}" in text
+    scaled = [values[f"scaled_dot_{width}_variance"] for width in INIT_WIDTHS]
+    assert f"始终在 {min(scaled):.2f} 到 {max(scaled):.2f} 之间" in text
+    for width in QUICK_TRAIN_WIDTHS:
+        assert f"W = {width} 时 {values[f'dot_w{width}_init_variance']:.2g}" in text
+        gap = values[f"scaled_dot_w{width}_valid_bleu"] - values[f"dot_w{width}_valid_bleu"]
+        assert f"W = {width} 时 {gap:+.1f}" in text
+    assert ("与论断一致" in text) == (quick.agrees is not False)
+    assert ("差距随宽度增大（增幅超过" in text) == (quick.agrees is True)
+    assert ("BLEU 上看不出缩放的好处" in text) == (quick.agrees is None)

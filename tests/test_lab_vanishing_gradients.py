@@ -86,3 +86,21 @@ def test_the_verdict_needs_both_a_faster_fading_gradient_and_a_shorter_reach():
     assert verdict(fading, {"rnn": 5, "gru": 5, "lstm": 20}) is None
     assert verdict(fading, {"rnn": 10, "gru": 5, "lstm": 20}) is False
     assert verdict({**fading, "gru": 1e-10}, {"rnn": 5, "gru": 10, "lstm": 20}) is False
+
+
+def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
+    values = quick.values
+    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    low, high = QUICK.distances[0], QUICK.distances[-1]
+    assert f"K = {high} 处的 ‖∂L/∂x_{{t−K}}‖ 分别只有它在 K = {low} 处的值的" in text
+    assert f"LSTM 的遗忘门偏置为 {FORGET_BIAS}" in text
+    for cell in CELLS:
+        assert f"{values[f'{cell}_init_decay']:.1e} 倍（{cell.upper()}）" in text
+        assert f"{values[f'{cell}_accuracy'][-1]:.0%}（{cell.upper()}）" in text
+    learned = "、".join(f"{values[f'{cell}_longest_learned']}（{cell.upper()}）" for cell in CELLS)
+    assert "最长距离" in text and f"是 K = {learned}，" in text
+    fastest = "RNN 的梯度衰减得最快" in text
+    shorter = "RNN 能学会的距离比两种门控单元都短" in text
+    assert (fastest and shorter) == (quick.agrees is True)
+    if quick.agrees is None:
+        assert fastest and "并不比两种门控单元都短" in text
