@@ -48,8 +48,8 @@ def broken(context: LabContext) -> Finding:
     raise RuntimeError("this experiment breaks\non two lines")
 
 
-def slope_zh(values, agrees, quick) -> str:
-    return f"直线的斜率是 {values['slope']:.1f}" + ("（快速版）" if quick else "") + "。"
+def slope_zh(finding: Finding, quick: bool) -> str:
+    return f"直线的斜率是 {finding.values['slope']:.1f}" + ("（快速版）" if quick else "") + "。"
 
 
 LINE_ZH = ChineseText("一条直线", "直线往下走。", "画一条直线。", slope_zh)

@@ -8,6 +8,7 @@ import math
 import pytest
 from helpers import is_png, lab_quick_fixture
 
+from seq2seq.lab.chinese.context_vector import CHINESE
 from seq2seq.lab.context_vector import (
     ATTENTIONS,
     DOC_ARMS,
@@ -185,7 +186,7 @@ def test_arm_scores_score_documents_without_their_separators():
 
 def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     values, documents = quick.values, quick.values["documents"]
-    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    text = CHINESE.summary(quick, True)
     sentences, docs, note = text.split("\n\n")
     assert sentences.startswith("**短句。** 在玩具倒序任务的测试集上")
     buckets = values["buckets"]
@@ -207,4 +208,4 @@ def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     on_sentences = {True: "与论断一致", False: "与论断不一致", None: "不能判定这条论断"}
     assert f"在短句上，测量{on_sentences[values['agrees_sentences']]}。" in note
     runs = f"各 {DOC_SEEDS} 个种子（{len(DOC_ARMS) * DOC_SEEDS} 次运行）"
-    assert runs in EXPERIMENT.zh.default_size  # the English size's constants
+    assert runs in CHINESE.default_size  # the English size's constants

@@ -8,6 +8,7 @@ import pytest
 import torch
 from helpers import is_png, lab_quick_fixture
 
+from seq2seq.lab.chinese.hard_attention import CHINESE
 from seq2seq.lab.hard_attention import EXPERIMENT, LABELS, METHODS, gradient_noise
 
 quick = lab_quick_fixture(EXPERIMENT)
@@ -44,7 +45,7 @@ def test_identical_gradients_have_exactly_zero_noise():
 
 
 def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
-    text = EXPERIMENT.zh.summary(quick.values, quick.agrees, True)
+    text = CHINESE.summary(quick, True)
     values = quick.values
     assert text.startswith("在玩具倒序任务上，") and "Tatoeba" not in text  # the toy task only
     for method in ("straight_through", "reinforce"):

@@ -8,6 +8,7 @@ import pytest
 import torch
 from helpers import is_png, lab_quick_fixture
 
+from seq2seq.lab.chinese.heads import CHINESE
 from seq2seq.lab.heads import EXPERIMENT, KINDS, head_removed, js_divergence, row_entropy
 from seq2seq.models.attention import Attention
 from seq2seq.models.attention.head_maps import merge_heads
@@ -72,7 +73,7 @@ def test_removing_a_head_zeroes_its_context_and_restores_the_weights():
 
 
 def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
-    text = EXPERIMENT.zh.summary(quick.values, quick.agrees, True)
+    text = CHINESE.summary(quick, True)
     values = quick.values
     assert text.startswith(f"模型的 {values['heads']} 个头中")
     assert f"验证 BLEU 为 {values['full_bleu']:.2f}）" in text

@@ -4,12 +4,14 @@ answer is known, and its quick run on toy documents."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 from helpers import is_png, lab_quick_fixture
 
 from seq2seq.lab.catalogue import experiments
+from seq2seq.lab.chinese.hierarchical import CHINESE
 from seq2seq.lab.hierarchical import (
     ATTENTIONS,
     EXPERIMENT,
@@ -118,12 +120,12 @@ def test_the_figures_are_pngs(quick):
 
 
 def test_the_catalogue_lists_it():
-    assert experiments()["hierarchical"] is EXPERIMENT
+    assert experiments()["hierarchical"] == replace(EXPERIMENT, zh=CHINESE)  # its Chinese page added
 
 
 def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     values = quick.values
-    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    text = CHINESE.summary(quick, True)
     assert text.startswith(f"在玩具文档上（每组 {values['seeds']} 个种子）")
     assert f"扁平 general 注意力的文档 BLEU 是 {values['test_bleu_general']:.1f}" in text
     assert f"层次注意力是 {values['test_bleu_hierarchical']:.1f}" in text
@@ -136,4 +138,4 @@ def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     assert f"上限 {values['ceiling_gflops']:.0f} GFLOP/s" in text
     verdict = {True: "与论断一致", False: "与论断相反", None: "不能判定论断"}[quick.agrees]
     assert verdict in text
-    assert f"每组 {SEEDS} 个种子" in EXPERIMENT.zh.default_size  # the module's own constant
+    assert f"每组 {SEEDS} 个种子" in CHINESE.default_size  # the module's own constant

@@ -8,6 +8,7 @@ import torch
 from helpers import is_png, lab_quick_fixture
 
 from seq2seq.config.build import build_model
+from seq2seq.lab.chinese.masks import CHINESE
 from seq2seq.lab.masks import EXPERIMENT, FAR_BELOW
 from seq2seq.special_tokens import BOS_ID, EOS_ID, PAD_ID
 from tests.helpers import compose_config
@@ -104,7 +105,7 @@ def test_a_decoder_without_such_a_pass_refuses_future_mask_false():
 
 def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     values = quick.values
-    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    text = CHINESE.summary(quick, True)
     losses = f"每个词元 {values['unmasked_loss']:.3f} 奈特，带掩码时是 {values['masked_loss']:.3f}"
     exact = f"只占 {values['unmasked_exact']:.0%}，带掩码的模型占 {values['masked_exact']:.0%}"
     assert losses in text and exact in text

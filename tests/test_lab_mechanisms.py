@@ -9,6 +9,7 @@ import pytest
 from helpers import dot_score_plugin, is_png, lab_quick_fixture, plugins_unloaded_after
 
 from seq2seq import registry
+from seq2seq.lab.chinese.mechanisms import CHINESE
 from seq2seq.lab.experiment import LabContext
 from seq2seq.lab.mechanisms import EXPERIMENT, mechanisms, percent_range, preset_choice
 from seq2seq.plugins import import_plugins
@@ -82,7 +83,7 @@ def test_a_plugin_score_joins_the_mechanisms(tmp_path):
 
 def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     values = quick.values
-    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    text = CHINESE.summary(quick, True)
     best, worst = values["best"], values["worst"]
     assert text.startswith(f"在 {len(values['mechanisms'].split(','))} 种机制中")
     assert f"{best} 的对齐最好（对齐准确率 {values[f'accuracy.{best}']:.3f}）" in text

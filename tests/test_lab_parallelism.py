@@ -8,6 +8,7 @@ import math
 import torch
 from helpers import is_png, lab_quick_fixture
 
+from seq2seq.lab.chinese.parallelism import CHINESE
 from seq2seq.lab.parallelism import (
     EXPERIMENT,
     FAMILIES,
@@ -92,7 +93,7 @@ def test_both_figures_are_written_as_png(quick):
 
 def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     values = quick.values
-    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    text = CHINESE.summary(quick, True)
     for family in FAMILIES:
         assert f"{values[f'{family}_train_growth']:.1f} 倍（{family}）" in text
         assert f"{values[f'{family}_decode_growth']:.1f} 倍（{family}）" in text

@@ -4,12 +4,14 @@ and the other measures of the pooling weights against hand-computed values."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 from helpers import is_png, lab_quick_fixture
 
 from seq2seq.lab.catalogue import experiments
+from seq2seq.lab.chinese.pooling import CHINESE
 from seq2seq.lab.experiment import LabContext
 from seq2seq.lab.lab_models import gru_model
 from seq2seq.lab.pooling import (
@@ -153,12 +155,12 @@ def test_batched_pooling_weights_are_each_sentences_own_and_sum_to_one(tmp_path)
 
 
 def test_the_catalogue_lists_pooling():
-    assert experiments()["pooling"] is EXPERIMENT
+    assert experiments()["pooling"] == replace(EXPERIMENT, zh=CHINESE)  # its Chinese page added
     assert "attention pooling" in EXPERIMENT.claim and EXPERIMENT.default_size
 
 
 def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
-    text = EXPERIMENT.zh.summary(quick.values, quick.agrees, True)
+    text = CHINESE.summary(quick, True)
     values = quick.values
     assert text.startswith("在玩具倒序任务的测试集上")
     for arm in ARMS:

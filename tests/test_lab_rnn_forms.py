@@ -5,12 +5,14 @@ at chance where reversal needs an input it has not read."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 import torch
 from helpers import is_png, lab_quick_fixture
 
 import seq2seq.cli.lab as lab_cli
 from seq2seq.lab.catalogue import experiments
+from seq2seq.lab.chinese.rnn_forms import CHINESE
 from seq2seq.lab.rnn_forms import (
     EXPERIMENT,
     FORMS,
@@ -154,7 +156,7 @@ def test_the_lab_lists_the_experiment(capsys):
 
 def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     values = quick.values
-    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    text = CHINESE.summary(quick, True)
     token, exact = values["token_accuracy"], values["sequence_accuracy"]
     for form, task in PREDICTED_FITS:
         assert f"{form} 做 {task} {token[form][task]:.2f}" in text
@@ -167,5 +169,5 @@ def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     assert f"则有 {exact['N vs M']['reverse']:.2f}。" in text
     assert ("未成立的预测" in text) == (not quick.agrees)
     missed = {**values["predictions"], "N vs M fits reverse": False}
-    text = EXPERIMENT.zh.summary({**values, "predictions": missed}, False, True)
+    text = CHINESE.summary(replace(quick, values={**values, "predictions": missed}, agrees=False), True)
     assert "未成立的预测：N vs M 胜任 reverse（逐词元准确率至少 0.9）" in text

@@ -9,6 +9,7 @@ import pytest
 import torch
 from helpers import is_png, lab_quick_fixture
 
+from seq2seq.lab.chinese.scaling import CHINESE
 from seq2seq.lab.scaling import (
     EXPERIMENT,
     INIT_WIDTHS,
@@ -77,7 +78,7 @@ def test_the_softmax_jacobian_norm_matches_its_closed_form():
 
 
 def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
-    text = EXPERIMENT.zh.summary(quick.values, quick.agrees, True)
+    text = CHINESE.summary(quick, True)
     values = quick.values
     low, high = INIT_WIDTHS[0], INIT_WIDTHS[-1]
     assert text.startswith(f"初始化时，未缩放的分数方差从 d_k = {low} 时的 ")

@@ -8,6 +8,7 @@ import itertools
 import torch
 from helpers import is_png, lab_quick_fixture
 
+from seq2seq.lab.chinese.vanishing_gradients import CHINESE
 from seq2seq.lab.vanishing_gradients import (
     CELLS,
     EXPERIMENT,
@@ -90,7 +91,7 @@ def test_the_verdict_needs_both_a_faster_fading_gradient_and_a_shorter_reach():
 
 def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     values = quick.values
-    text = EXPERIMENT.zh.summary(values, quick.agrees, True)
+    text = CHINESE.summary(quick, True)
     low, high = QUICK.distances[0], QUICK.distances[-1]
     assert f"K = {high} 处的 ‖∂L/∂x_{{t−K}}‖ 分别只有它在 K = {low} 处的值的" in text
     assert f"LSTM 的遗忘门偏置为 {FORGET_BIAS}" in text

@@ -61,7 +61,6 @@ from matplotlib.figure import Figure
 
 from seq2seq.data.documents import split_document
 from seq2seq.data.prepare import prepare
-from seq2seq.lab.chinese.context_vector import CHINESE
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
 from seq2seq.lab.lab_models import QUICK_GRU, TATOEBA_STEPS, TINY_GRU_MODEL, TOY_GRU, gru_model
 from seq2seq.lab.training import TrainedRun, compose_config, run_overrides, trained
@@ -687,5 +686,4 @@ EXPERIMENT = Experiment(
         "`attention.context=attention_pool`) against the two attentions, "
         f"{DOC_SEEDS} seed{'s' if DOC_SEEDS > 1 else ''} each ({len(DOC_ARMS) * DOC_SEEDS} runs)."
     ),
-    zh=CHINESE,
 )

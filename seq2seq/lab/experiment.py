@@ -8,15 +8,16 @@ its figures and the numbers the tests and the pages quote. A finding that contra
 claim says so (`agrees=False`): the lab reports what it measured, it is never tuned until
 it agrees.
 
-Each experiment also has its page in Chinese (`ChineseText`, in `seq2seq.lab.chinese`): the
-same title, claim and size in Chinese, and a summary written from the numbers its finding
-recorded (`Finding.values`), so the Chinese page states what was measured, as the English
-one does, and both are rewritten from the same record (`seq2seq-lab --pages`).
+Each experiment also has its page in Chinese (`ChineseText`, the `CHINESE` of the module of
+its name in `seq2seq.lab.chinese`, which the catalogue attaches as `Experiment.zh`): the
+same title, claim and size in Chinese, and a summary written from what its finding recorded
+(`Finding.values` and `table`), so the Chinese page states what was measured, as the
+English one does, and both are rewritten from the same record (`seq2seq-lab --pages`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,14 +64,14 @@ class Finding:
 
 @dataclass(frozen=True)
 class ChineseText:
-    """An experiment's page in Chinese: its fixed texts, and `summary(values, agrees,
-    quick)`, the finding in Chinese from the numbers of `Finding.values` (and whether the
-    run was `--quick`), as the English summary states them."""
+    """An experiment's page in Chinese: its fixed texts, and `summary(finding, quick)`,
+    the finding in Chinese from what it recorded (`values`, `table`, `agrees`; and whether
+    the run was `--quick`), as the English summary states it."""
 
     title: str
     claim: str
     default_size: str
-    summary: Callable[[Mapping[str, Any], bool | None, bool], str]
+    summary: Callable[[Finding, bool], str]
 
 
 @dataclass(frozen=True)
@@ -84,4 +85,4 @@ class Experiment:
     run: Callable[[LabContext], Finding]
     # What the default size costs and measures, in one sentence for the page.
     default_size: str = ""
-    zh: ChineseText | None = None  # the Chinese page (`seq2seq.lab.chinese`)
+    zh: ChineseText | None = None  # the Chinese page: `seq2seq.lab.catalogue` attaches it

@@ -62,7 +62,6 @@ from matplotlib.figure import Figure
 from seq2seq.align.model_aer import checkpoint_aer
 from seq2seq.data.batching import Batch
 from seq2seq.lab.attention_diagnostics import model_at_init
-from seq2seq.lab.chinese.hard_attention import CHINESE
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
 from seq2seq.lab.lab_models import TATOEBA_STEPS, gru_model
 from seq2seq.lab.training import TrainedRun, run_overrides, trained
@@ -445,5 +444,4 @@ EXPERIMENT = Experiment(
         "straight-through are shared with the mechanisms experiment), then measures the score "
         "gradient's noise over 20 samples, test BLEU, and alignment accuracy or gold AER."
     ),
-    zh=CHINESE,
 )

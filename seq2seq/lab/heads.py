@@ -42,7 +42,6 @@ from matplotlib.patches import Patch
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.batching import collate
 from seq2seq.data.prepare import prepare
-from seq2seq.lab.chinese.heads import CHINESE
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
 from seq2seq.lab.training import trained
 from seq2seq.metrics import corpus_scores
@@ -411,5 +410,4 @@ EXPERIMENT = Experiment(
         "measures every head on 300 valid sentences and translates them greedily 25 times "
         "(the full model, then once without each head)."
     ),
-    zh=CHINESE,
 )

@@ -74,7 +74,6 @@ from seq2seq.align.teacher_forced import teacher_forced_attention
 from seq2seq.data.documents import split_document
 from seq2seq.data.prepare import PreparedData, prepare
 from seq2seq.flops import flops_breakdown
-from seq2seq.lab.chinese.hierarchical import CHINESE
 from seq2seq.lab.context_vector import (
     BUCKETS,
     QUICK_BUCKETS,
@@ -774,5 +773,4 @@ EXPERIMENT = Experiment(
         "model's sentence accuracy is higher than the general model's and its BLEU not "
         "significantly lower (p < 0.05); the same test against scaled dot is reported."
     ),
-    zh=CHINESE,
 )

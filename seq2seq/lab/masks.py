@@ -42,7 +42,6 @@ from seq2seq.config.build import build_model
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.batching import Batch, ParallelData
 from seq2seq.data.prepare import PreparedData, prepare
-from seq2seq.lab.chinese.masks import CHINESE
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
 from seq2seq.lab.training import compose_config
 from seq2seq.metrics import corpus_scores
@@ -392,5 +391,4 @@ EXPERIMENT = Experiment(
         "then decodes the 300 test sentences followed by 0 to 20 pads, with and without the "
         "padding mask."
     ),
-    zh=CHINESE,
 )

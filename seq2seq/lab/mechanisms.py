@@ -67,7 +67,6 @@ from seq2seq.align.model_aer import checkpoint_aer, gold_examples
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.configs import config_files
 from seq2seq.data.prepare import prepare
-from seq2seq.lab.chinese.mechanisms import CHINESE
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
 from seq2seq.lab.lab_models import TATOEBA_STEPS, gru_model
 from seq2seq.lab.training import TrainedRun, trained
@@ -423,5 +422,4 @@ EXPERIMENT = Experiment(
         "(additive, dot, scaled dot, hard) shared with the experiments before it; then scores "
         "each on the gold test pairs."
     ),
-    zh=CHINESE,
 )

@@ -192,7 +192,7 @@ def page_text_zh(run: LabRun) -> str:
         + models_note_zh(list(run.models))
         + ("（`--quick` 的规模）。" if run.quick else "。")
     )
-    summary = text.summary(finding.values, finding.agrees, run.quick)
+    summary = text.summary(finding, run.quick)
     return "\n".join([
         f"# {text.title}",
         "",

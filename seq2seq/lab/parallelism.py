@@ -48,7 +48,6 @@ from omegaconf import DictConfig
 
 from seq2seq import registry
 from seq2seq.config.build import build_model, count_parameters
-from seq2seq.lab.chinese.parallelism import CHINESE
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
 from seq2seq.lab.matmul_ceiling import MATMUL_SHAPES, matmul_gflops, synchronize
 from seq2seq.lab.training import compose_config
@@ -334,5 +333,4 @@ EXPERIMENT = Experiment(
         "training step and greedy decoding of 32 sentences of n = 8 to 128 tokens, medians "
         "of 7 repetitions; no training, no Tatoeba."
     ),
-    zh=CHINESE,
 )

@@ -53,7 +53,6 @@ from matplotlib.figure import Figure
 
 from seq2seq.data.batching import collate
 from seq2seq.data.prepare import prepare
-from seq2seq.lab.chinese.pooling import CHINESE
 from seq2seq.lab.context_vector import (
     BUCKETS,
     DOC_ARM_OVERRIDES,
@@ -487,5 +486,4 @@ EXPERIMENT = Experiment(
         "source-length buckets against the last state, and reads the pooling weights of "
         "the 1,000 test sentences."
     ),
-    zh=CHINESE,
 )

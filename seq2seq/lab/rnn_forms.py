@@ -51,7 +51,6 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 from torch import nn
 
-from seq2seq.lab.chinese.rnn_forms import CHINESE
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
 from seq2seq.runs.assemble import select_device
 
@@ -581,5 +580,4 @@ EXPERIMENT = Experiment(
         "express (9 form × task cells, 2 seeds, 1500 Adam updates of 64 examples each, on "
         "the CPU), and scores them on 1000 fresh examples."
     ),
-    zh=CHINESE,
 )

@@ -45,7 +45,6 @@ from seq2seq.lab.attention_diagnostics import (
     model_at_init,
     valid_batches,
 )
-from seq2seq.lab.chinese.scaling import CHINESE
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
 from seq2seq.lab.lab_models import TATOEBA_STEPS, gru_model
 from seq2seq.lab.training import TrainedRun, run_overrides, trained
@@ -344,5 +343,4 @@ EXPERIMENT = Experiment(
         "shared with "
         "other experiments)."
     ),
-    zh=CHINESE,
 )

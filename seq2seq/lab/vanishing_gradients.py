@@ -52,7 +52,6 @@ from matplotlib.figure import Figure
 from torch import nn
 
 from seq2seq import registry
-from seq2seq.lab.chinese.vanishing_gradients import CHINESE
 from seq2seq.lab.experiment import Experiment, Finding, LabContext
 from seq2seq.models.encoders.rnn import RNNEncoderConfig
 from seq2seq.runs.assemble import select_device
@@ -364,5 +363,4 @@ EXPERIMENT = Experiment(
         "width-32 RNN, GRU and LSTM for 600 Adam updates at each of the six distances with 3 "
         "seeds on random symbol sequences (54 small runs on the CPU, no Tatoeba)."
     ),
-    zh=CHINESE,
 )

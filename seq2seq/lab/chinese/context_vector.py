@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from seq2seq.lab.chinese import nested, outcome
-from seq2seq.lab.experiment import ChineseText
+from seq2seq.lab.experiment import ChineseText, Finding
 from seq2seq.lab.lab_models import TATOEBA_STEPS
 
 ATTENTIONS = {"additive": "加性注意力", "scaled_dot": "缩放点积注意力"}
@@ -61,7 +61,8 @@ def documents_text(documents: Mapping[str, Any], agrees: bool | None, quick: boo
     )
 
 
-def summary(values: Mapping[str, Any], agrees: bool | None, quick: bool) -> str:
+def summary(finding: Finding, quick: bool) -> str:
+    values, agrees = finding.values, finding.agrees
     documents = nested(values, "documents")
     on_sentences = outcome(
         values["agrees_sentences"], "与论断一致", "与论断不一致", "不能判定这条论断"

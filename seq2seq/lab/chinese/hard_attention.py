@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from seq2seq.lab.chinese import outcome
-from seq2seq.lab.experiment import ChineseText
+from seq2seq.lab.experiment import ChineseText, Finding
 from seq2seq.lab.lab_models import TATOEBA_STEPS
 
 METHODS = {"soft": "软注意力", "straight_through": "直通估计", "reinforce": "REINFORCE"}
@@ -49,7 +49,8 @@ def task_text(values: Mapping[str, Any], task: str) -> str:
     )
 
 
-def summary(values: Mapping[str, Any], agrees: bool | None, quick: bool) -> str:
+def summary(finding: Finding, quick: bool) -> str:
+    values, agrees = finding.values, finding.agrees
     tasks = [task for task in TASKS if f"{task}_soft_mean_loss" in values]
     verdict = outcome(agrees, "这支持论断。", "这并不完全支持论断（哪一部分不成立见上文）。")
     return "".join(task_text(values, task) for task in tasks) + verdict

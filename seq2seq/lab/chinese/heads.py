@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from seq2seq.lab.chinese import outcome
-from seq2seq.lab.experiment import ChineseText
+from seq2seq.lab.experiment import ChineseText, Finding
 
 KINDS = {"encoder self": "编码器自注意力", "decoder self": "解码器自注意力",
          "decoder cross": "解码器交叉注意力"}  # fmt: skip
@@ -53,7 +53,8 @@ def divergence_text(values: Mapping[str, Any]) -> str:
     )
 
 
-def summary(values: Mapping[str, Any], agrees: bool | None, quick: bool) -> str:
+def summary(finding: Finding, quick: bool) -> str:
+    values, agrees = finding.values, finding.agrees
     return pruning_text(values, agrees) + divergence_text(values)
 
 

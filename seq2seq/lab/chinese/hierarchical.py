@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from seq2seq.lab.chinese import nested, outcome
-from seq2seq.lab.experiment import ChineseText
+from seq2seq.lab.experiment import ChineseText, Finding
 from seq2seq.lab.lab_models import TATOEBA_STEPS
 
 # The seeds per arm at the default size: `seq2seq.lab.hierarchical.SEEDS`, which cannot be
@@ -97,7 +97,8 @@ def cost_text(values: Mapping[str, Any]) -> str:
     )
 
 
-def summary(values: Mapping[str, Any], agrees: bool | None, quick: bool) -> str:
+def summary(finding: Finding, quick: bool) -> str:
+    values, agrees = finding.values, finding.agrees
     where = "在玩具文档上" if quick else "在 Tatoeba 中→英的测试伪文档上"
     parts = (quality_text(values, where), accuracy_text(values, agrees), control_text(values),
              sentence_text(values), cost_text(values))  # fmt: skip

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from seq2seq.lab.chinese import outcome
-from seq2seq.lab.experiment import ChineseText
+from seq2seq.lab.experiment import ChineseText, Finding
 
 # The parts of the claim, as `values["checks"]` names them (`seq2seq.lab.masks.verdicts`).
 CHECKS = {
@@ -39,7 +39,8 @@ def not_found(values: Mapping[str, Any]) -> str:
     return "；".join(CHECKS.get(claim, claim) for claim in failed)
 
 
-def summary(values: Mapping[str, Any], agrees: bool | None, quick: bool) -> str:
+def summary(finding: Finding, quick: bool) -> str:
+    values, agrees = finding.values, finding.agrees
     missing = not_found(values)
     verdict = outcome(
         agrees,

@@ -13,7 +13,7 @@ from typing import Any
 
 from seq2seq import registry
 from seq2seq.lab.chinese import outcome
-from seq2seq.lab.experiment import ChineseText
+from seq2seq.lab.experiment import ChineseText, Finding
 from seq2seq.lab.lab_models import TATOEBA_STEPS
 
 SOFT = "soft"
@@ -55,7 +55,8 @@ def sparsity_text(values: Mapping[str, Any], names: list[str]) -> str:
     return f"非 soft 的区域让 {percent_range(sparse)} 的权重恰好为零，{softmax_text(soft)}。"
 
 
-def summary(values: Mapping[str, Any], agrees: bool | None, quick: bool) -> str:
+def summary(finding: Finding, quick: bool) -> str:
+    values, agrees = finding.values, finding.agrees
     label, key = ("对齐准确率", "accuracy") if quick else ("测试 AER", "aer")
     if not values["best"]:
         return f"没有一种机制给出了{label}：这些权重无法作为对齐来打分。"

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from seq2seq.lab.chinese import outcome
-from seq2seq.lab.experiment import ChineseText
+from seq2seq.lab.experiment import ChineseText, Finding
 
 FAMILIES = ("gru", "cnn", "transformer")
 
@@ -16,7 +16,8 @@ def per_family(values: Mapping[str, Any], key: str) -> str:
     return "、".join(f"{values[f'{family}_{key}']:.1f} 倍（{family}）" for family in FAMILIES)
 
 
-def summary(values: Mapping[str, Any], agrees: bool | None, quick: bool) -> str:
+def summary(finding: Finding, quick: bool) -> str:
+    values, agrees = finding.values, finding.agrees
     longest = "、".join(
         f"{values[f'{family}_train_ms'][-1]:.0f} ms（{family}）" for family in FAMILIES
     )

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from seq2seq.lab.chinese import outcome, p_value
-from seq2seq.lab.experiment import ChineseText
+from seq2seq.lab.experiment import ChineseText, Finding
 from seq2seq.lab.lab_models import TATOEBA_STEPS
 
 ARMS = {"final": "最后状态", "mean": "均值", "attention_pool": "注意力池化",
@@ -41,7 +41,8 @@ def profile_text(name: str, profile: Mapping[str, Any]) -> str:
     )
 
 
-def summary(values: Mapping[str, Any], agrees: bool | None, quick: bool) -> str:
+def summary(finding: Finding, quick: bool) -> str:
+    values, agrees = finding.values, finding.agrees
     bleu = {arm: values[f"test_bleu_{arm}"] for arm in ARMS}
     where = "在玩具倒序任务的测试集上" if quick else "在 Tatoeba 中→英测试集上"
     scores = "；".join(f"{label} {bleu[arm]:.2f}" for arm, label in ARMS.items())

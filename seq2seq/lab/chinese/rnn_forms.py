@@ -6,7 +6,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from seq2seq.lab.experiment import ChineseText
+from seq2seq.lab.experiment import ChineseText, Finding
 
 UNREAD_AT_CHANCE = "N vs N at chance on reverse's unread half"  # a key of `predictions`
 
@@ -39,7 +39,8 @@ def reverse_accuracies(values: Mapping[str, Any]) -> tuple[float, float, float]:
             statistics.fmean(by_position[i] for i in read))  # fmt: skip
 
 
-def summary(values: Mapping[str, Any], agrees: bool | None, quick: bool) -> str:
+def summary(finding: Finding, quick: bool) -> str:
+    values = finding.values
     cells, token = fitted_cells(values), values["token_accuracy"]
     fits = "，".join(f"{form} 做 {task} {token[form][task]:.2f}" for form, task in cells)
     chances = "、".join(f"{values['chance_token'][task]:.2f}" for _, task in cells)

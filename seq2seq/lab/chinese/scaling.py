@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from seq2seq.lab.chinese import outcome
-from seq2seq.lab.experiment import ChineseText
+from seq2seq.lab.experiment import ChineseText, Finding
 from seq2seq.lab.lab_models import TATOEBA_STEPS
 
 
@@ -60,7 +60,8 @@ def training_text(values: Mapping[str, Any], agrees: bool | None) -> str:
     )
 
 
-def summary(values: Mapping[str, Any], agrees: bool | None, quick: bool) -> str:
+def summary(finding: Finding, quick: bool) -> str:
+    values, agrees = finding.values, finding.agrees
     return init_text(values, agrees) + training_text(values, agrees)
 
 

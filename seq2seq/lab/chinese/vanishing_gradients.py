@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from seq2seq.lab.experiment import ChineseText
+from seq2seq.lab.experiment import ChineseText, Finding
 
 CELLS = ("rnn", "gru", "lstm")
 GATED = ("gru", "lstm")
@@ -16,7 +16,8 @@ def per_cell(values: Mapping[str, Any], key: str, form: str, unit: str = "") -> 
     return "、".join(f"{values[f'{cell}_{key}']:{form}}{unit}（{cell.upper()}）" for cell in CELLS)
 
 
-def summary(values: Mapping[str, Any], agrees: bool | None, quick: bool) -> str:
+def summary(finding: Finding, quick: bool) -> str:
+    values = finding.values
     low, high = values["distances"][0], values["distances"][-1]
     decay = {cell: values[f"{cell}_init_decay"] for cell in CELLS}
     longest = {cell: values[f"{cell}_longest_learned"] for cell in CELLS}
