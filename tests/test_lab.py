@@ -106,9 +106,8 @@ def test_a_run_writes_the_page_record_and_index_and_a_failure_does_not_stop_the_
     assert record["values"] == {"slope": -1.0} and record["agrees"] is True
     index = (tmp_path / "pages" / "index.md").read_text(encoding="utf-8")
     assert "[A line](drawn.md)" in index and "Broken" not in index
-    assert "[中文](drawn.zh.md)" in page
     chinese = (tmp_path / "pages" / "drawn.zh.md").read_text(encoding="utf-8")
-    assert chinese.startswith("# 一条直线\n\n[English](drawn.md)")
+    assert chinese.startswith("# 一条直线\n\n## 论断")
     assert "## 论断\n\n直线往下走。" in chinese and "画一条直线。" in chinese
     assert "直线的斜率是 -1.0（快速版）。" in chinese  # from the recorded values
     assert "**" not in chinese and "这里的测量与论断一致。" in chinese

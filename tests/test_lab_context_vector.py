@@ -4,15 +4,15 @@ generated corpus's pseudo-documents), its length buckets and its verdict."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from helpers import is_png, lab_quick_fixture
 
-from seq2seq.lab.chinese.context_vector import CHINESE
+from seq2seq.lab.chinese.context_vector import CHINESE, NAMES
 from seq2seq.lab.context_vector import (
     ATTENTIONS,
     DOC_ARMS,
-    DOC_SEEDS,
     EXPERIMENT,
     MECHANISMS,
     ONE_VECTOR,
@@ -207,5 +207,33 @@ def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     assert ("不能判定" in docs) == (quick.agrees is None)
     on_sentences = {True: "与论断一致", False: "与论断不一致", None: "不能判定这条论断"}
     assert f"在短句上，测量{on_sentences[values['agrees_sentences']]}。" in note
-    runs = f"各 {DOC_SEEDS} 个种子（{len(DOC_ARMS) * DOC_SEEDS} 次运行）"
-    assert runs in CHINESE.default_size  # the English size's constants
+    bleu = {(row["study"], row["arm"]): [] for row in quick.table}
+    for row in quick.table:
+        bleu[row["study"], row["arm"]].append(row["bleu"])
+    falls = all(bleu["sentences", m][-1] < bleu["sentences", m][0] for m in MECHANISMS)
+    assert ("每个模型的 BLEU 都随长度下降；" in sentences) == falls
+    plain = bleu["sentences", "none"]
+    for arm in ATTENTIONS:  # BLEU over the plain model's, in the shortest and longest bucket
+        mine = bleu["sentences", arm]
+        relative = f"{NAMES[arm]} {mine[0] / plain[0]:.2f} 倍 → {mine[-1] / plain[-1]:.2f} 倍"
+        assert relative in sentences
+    assert "（这个度量是在运行之后才选的，所以只是提示，不是检验）" in sentences
+    for arm in DOC_ARMS:  # each documents arm's BLEU, the shortest bucket to the longest
+        mine = bleu["documents", arm]
+        assert f"{NAMES[arm]} {mine[0]:.1f} → {mine[-1]:.1f}" in docs
+
+
+def test_the_chinese_summary_says_where_bleu_does_not_fall_or_a_ratio_is_undefined(quick):
+    zeroed = [
+        {**row, "bleu": 0.0}
+        if (row["study"], row["arm"]) == ("sentences", "none")
+        and row["source length"] == quick.values["buckets"][0]
+        else row
+        for row in quick.table
+    ]
+    sentences = CHINESE.summary(replace(quick, table=zeroed), True).split("\n\n")[0]
+    assert "并非每个模型的 BLEU 都随长度下降（不用注意力的模型" in sentences  # 0, then more
+    assert "在最长的区间不低于最短的区间）" in sentences
+    for arm in ATTENTIONS:
+        assert f"{NAMES[arm]} — → " in sentences
+    assert "；“—”表示不用注意力的模型在那个区间得 0 分）" in sentences

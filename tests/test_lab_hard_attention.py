@@ -51,6 +51,11 @@ def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     for method in ("straight_through", "reinforce"):
         assert f" {values[f'toy_{method}_noise_ratio_init']:.3g}" in text
     assert "（软注意力恰为 0）" in text
+    noisier = all(values[f"toy_reinforce_noise_ratio_{when}"]
+                  > values[f"toy_straight_through_noise_ratio_{when}"]
+                  for when in ("init", "trained"))  # fmt: skip
+    compared = "都比直通估计大" if noisier else "并非都比直通估计大"
+    assert f"REINFORCE 的噪声在初始化时和训练后{compared}；" in text
     for method in METHODS:
         assert f" {values[f'toy_{method}_mean_loss']:.3f}" in text
     bleu = "、".join(f"{values[f'toy_{method}_test_bleu']:.1f}" for method in METHODS)

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 from helpers import is_png, lab_quick_fixture
 
 from seq2seq.lab.chinese.heads import CHINESE
-from seq2seq.lab.heads import EXPERIMENT, KINDS, head_removed, js_divergence, row_entropy
+from seq2seq.lab.heads import (
+    CAN_GO,
+    EXPERIMENT,
+    KINDS,
+    MATTERS,
+    head_removed,
+    js_divergence,
+    row_entropy,
+)
 from seq2seq.models.attention import Attention
 from seq2seq.models.attention.head_maps import merge_heads
 
@@ -77,7 +86,7 @@ def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     values = quick.values
     assert text.startswith(f"模型的 {values['heads']} 个头中")
     assert f"验证 BLEU 为 {values['full_bleu']:.2f}）" in text
-    assert f"有 {values['heads_under_threshold']} 个单独去掉时" in text
+    assert f"有 {values['heads_under_threshold']} 个单独去掉时损失低于 {CAN_GO} BLEU；" in text
     where = values["most_important_head"].rsplit(" ", 2)[-2:]  # "L0 H1", after the kind
     assert f"{' '.join(where)}（{values['largest_loss']:.2f} BLEU）" in text
     for kind in KINDS:
@@ -86,4 +95,10 @@ def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     low, high = values["entropy_range"]
     assert f"各头的平均熵在 {low:.2f} 到 {high:.2f} 奈特之间" in text
     assert ("与论断一致" in text) == bool(quick.agrees)
+    assert (f"另一个头明显重要（损失 ≥ {MATTERS} BLEU）" in text) == bool(quick.agrees)
     assert ("这不支持论断" in text) == (quick.agrees is False)
+    for agrees in (True, False):  # both verdicts quote the thresholds, whatever the quick run
+        text = CHINESE.summary(replace(quick, agrees=agrees), True)
+        assert (f"另一个头明显重要（损失 ≥ {MATTERS} BLEU），与论断一致" in text) == agrees
+        needs = f"既有去掉后损失低于 {CAN_GO} BLEU 的头，又有去掉后损失至少 {MATTERS} BLEU 的头"
+        assert (needs in text) == (not agrees)

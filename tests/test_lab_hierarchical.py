@@ -15,7 +15,7 @@ from seq2seq.lab.chinese.hierarchical import CHINESE
 from seq2seq.lab.hierarchical import (
     ATTENTIONS,
     EXPERIMENT,
-    SEEDS,
+    HIERARCHICAL,
     accuracy,
     chance,
     longest_sentence_choices,
@@ -138,4 +138,12 @@ def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     assert f"上限 {values['ceiling_gflops']:.0f} GFLOP/s" in text
     verdict = {True: "与论断一致", False: "与论断相反", None: "不能判定论断"}[quick.agrees]
     assert verdict in text
-    assert f"每组 {SEEDS} 个种子" in CHINESE.default_size  # the module's own constant
+    # The longest source-length bucket, as the English summary takes it: the last
+    # hierarchical row of the table, its gap against flat general.
+    longest = [row for row in quick.table if row["attention"] == HIERARCHICAL][-1]
+    assert longest["source length"] != "all"
+    bucket = f"在最长的一档源文（{longest['source length']} 个字符）上，"
+    assert f"{bucket}层次注意力与扁平 general 注意力的 BLEU 之差为 {longest['gap vs flat']:+.1f}。" in text
+    table = [dict(row) for row in quick.table]
+    table[quick.table.index(longest)]["gap vs flat"] = -12.34
+    assert "BLEU 之差为 -12.3。" in CHINESE.summary(replace(quick, table=table), True)

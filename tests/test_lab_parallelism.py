@@ -25,7 +25,6 @@ from seq2seq.lab.training import compose_config
 quick = lab_quick_fixture(EXPERIMENT)
 
 
-
 def rows_of(finding, family: str) -> list[dict]:
     return [row for row in finding.table if row["family"] == family]
 
@@ -98,7 +97,12 @@ def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
         assert f"{values[f'{family}_train_growth']:.1f} 倍（{family}）" in text
         assert f"{values[f'{family}_decode_growth']:.1f} 倍（{family}）" in text
         assert f"{values[f'{family}_train_ms'][-1]:.0f} ms（{family}）" in text
-    assert f"共 {len(QUICK.lengths)} 种长度" in text
+    low, high = QUICK.lengths[0], QUICK.lengths[-1]
+    assert f"从 n = {low} 到 n = {high} 个词元（句长是原来的 {high // low} 倍）" in text
+    longest = "、".join(
+        f"{values[f'{family}_train_ms'][-1]:.0f} ms（{family}）" for family in FAMILIES
+    )
+    assert f"在 n = {high} 时达到 {longest}；" in text
     assert f"矩阵乘法上限是 {values['ceiling_gflops']:.0f} GFLOP/s" in text
     assert ("与论断的预测一致" in text) == quick.agrees
     assert ("并没有增长得最快，与论断相反" in text) == (not quick.agrees)

@@ -14,6 +14,7 @@ import seq2seq.cli.lab as lab_cli
 from seq2seq.lab.catalogue import experiments
 from seq2seq.lab.chinese.rnn_forms import CHINESE
 from seq2seq.lab.rnn_forms import (
+    DEFAULT,
     EXPERIMENT,
     FORMS,
     NEAR,
@@ -167,7 +168,13 @@ def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     assert f"在 {QUICK.length} 个字母的倒序上，它整句写对的比例只有 " in text
     assert f"{exact['N vs N']['reverse']:.2f}，N vs M（编码器-解码器）则有 " in text
     assert f"则有 {exact['N vs M']['reverse']:.2f}。" in text
+    cells = f"每一格是 {QUICK.seeds} 个模型的均值，每个模型训练 {QUICK.steps} 次更新，"
+    assert cells + f"在 {QUICK.eval_examples} 个新抽取的样本上评分；" in text
+    full = CHINESE.summary(quick, False)  # the count follows the run's size, as the English
+    assert f"在 {DEFAULT.eval_examples} 个新抽取的样本上评分；" in full
     assert ("未成立的预测" in text) == (not quick.agrees)
     missed = {**values["predictions"], "N vs M fits reverse": False}
-    text = CHINESE.summary(replace(quick, values={**values, "predictions": missed}, agrees=False), True)
+    text = CHINESE.summary(
+        replace(quick, values={**values, "predictions": missed}, agrees=False), True
+    )
     assert "未成立的预测：N vs M 胜任 reverse（逐词元准确率至少 0.9）" in text

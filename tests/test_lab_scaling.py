@@ -4,6 +4,7 @@ so its quick run must show what the claim predicts; part B only has to run."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -12,10 +13,12 @@ from helpers import is_png, lab_quick_fixture
 from seq2seq.lab.chinese.scaling import CHINESE
 from seq2seq.lab.scaling import (
     EXPERIMENT,
+    GAP_MARGIN,
     INIT_WIDTHS,
     KEYS,
     QUICK_TRAIN_WIDTHS,
     SCORES,
+    gap_grows,
     softmax_jacobian_norms,
     uniform_reference,
 )
@@ -88,10 +91,23 @@ def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
     assert f"从 {saturated[0]:.0%} 升到 {saturated[1]:.0%}" in text
     scaled = [values[f"scaled_dot_{width}_variance"] for width in INIT_WIDTHS]
     assert f"始终在 {min(scaled):.2f} 到 {max(scaled):.2f} 之间" in text
+    gaps = {}
     for width in QUICK_TRAIN_WIDTHS:
         assert f"W = {width} 时 {values[f'dot_w{width}_init_variance']:.2g}" in text
-        gap = values[f"scaled_dot_w{width}_valid_bleu"] - values[f"dot_w{width}_valid_bleu"]
-        assert f"W = {width} 时 {gap:+.1f}" in text
+        gaps[width] = values[f"scaled_dot_w{width}_valid_bleu"] - values[f"dot_w{width}_valid_bleu"]
+        assert f"W = {width} 时 {gaps[width]:+.1f}" in text
     assert ("与论断一致" in text) == (quick.agrees is not False)
-    assert ("差距随宽度增大（增幅超过" in text) == (quick.agrees is True)
-    assert ("BLEU 上看不出缩放的好处" in text) == (quick.agrees is None)
+    grows = f"差距随宽度增大（增幅超过 {GAP_MARGIN} BLEU）"
+    assert (grows in text) == gap_grows(gaps)  # the English code's decision, its margin quoted
+    assert ("BLEU 上看不出缩放的好处" in text) == (not gap_grows(gaps))
+    # Both ways, whatever the quick run gave, and whatever part A's verdict: the widest
+    # model's gap made larger, then smaller, than the narrowest's by twice the margin.
+    narrow, wide = QUICK_TRAIN_WIDTHS[0], QUICK_TRAIN_WIDTHS[-1]
+    for sign, agrees in ((1, False), (-1, None)):
+        wide_gap = {f"dot_w{wide}_valid_bleu": 10.0,
+                    f"scaled_dot_w{wide}_valid_bleu": 10.0 + gaps[narrow] + sign * 2 * GAP_MARGIN}
+        varied = replace(quick, values={**values, **wide_gap}, agrees=agrees)
+        text = CHINESE.summary(varied, True)
+        assert (grows in text) == (sign > 0)
+        assert (f"差距没有随宽度增大（增幅没有超过 {GAP_MARGIN} BLEU）" in text) == (sign < 0)
+        assert ("这不是论断所预言的" in text) == (agrees is False)

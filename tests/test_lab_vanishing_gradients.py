@@ -11,9 +11,11 @@ from helpers import is_png, lab_quick_fixture
 from seq2seq.lab.chinese.vanishing_gradients import CHINESE
 from seq2seq.lab.vanishing_gradients import (
     CELLS,
+    DEFAULT,
     EXPERIMENT,
     FORGET_BIAS,
     HIDDEN,
+    LEARNED,
     QUICK,
     VOCAB,
     RecallModel,
@@ -24,7 +26,6 @@ from seq2seq.lab.vanishing_gradients import (
 )
 
 quick = lab_quick_fixture(EXPERIMENT)
-
 
 
 def test_at_init_the_rnn_gradient_fades_faster_than_the_lstm_one(quick):
@@ -100,6 +101,11 @@ def test_the_chinese_summary_quotes_the_quick_run_s_numbers(quick):
         assert f"{values[f'{cell}_accuracy'][-1]:.0%}（{cell.upper()}）" in text
     learned = "、".join(f"{values[f'{cell}_longest_learned']}（{cell.upper()}）" for cell in CELLS)
     assert "最长距离" in text and f"是 K = {learned}，" in text
+    assert f"次 Adam 更新之后（准确率取 {QUICK.train_seeds} 个种子的均值）" in text
+    assert f"所有更短的距离上准确率都达到 {LEARNED:.0%}；0 表示一个也没学会" in text
+    assert f"，随机水平是 {1 / VOCAB:.1%}，其中 RNN 的" in text
+    full = CHINESE.summary(quick, False)  # the seeds follow the run's size, as the English
+    assert f"准确率取 {DEFAULT.train_seeds} 个种子的均值" in full
     fastest = "RNN 的梯度衰减得最快" in text
     shorter = "RNN 能学会的距离比两种门控单元都短" in text
     assert (fastest and shorter) == (quick.agrees is True)

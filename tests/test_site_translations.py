@@ -55,33 +55,32 @@ def test_a_page_is_translated_when_its_zh_twin_exists(tmp_path):
     assert not translations.is_translated("guides/serving.md", "zh", tmp_path)
 
 
-def test_the_menu_marks_untranslated_pages_and_names_lab_pages_in_chinese(tmp_path):
-    mechanisms_title, mechanisms_zh = translations.LAB_TITLES["zh"]["mechanisms"]
+def test_the_menu_marks_untranslated_pages_and_keeps_translated_titles(tmp_path):
     tutorial = page(tmp_path, "tutorial/first-alignment.zh.md", "第一个对齐")
     guide = page(tmp_path, "guides/serving.md", "部署服务")
-    lab_index = page(tmp_path, "lab/index.md", None, heading="The attention lab")
-    lab_page = page(tmp_path, "lab/mechanisms.md", None, heading=mechanisms_title)
-    renamed = page(tmp_path, "lab/masks.md", None, heading="Masks, renamed")
-    lab = FakeSection("注意力实验室", [lab_index, lab_page, renamed])
+    lab_index = page(tmp_path, "lab/index.zh.md", None, heading="注意力实验室")
+    lab_page = page(tmp_path, "lab/mechanisms.zh.md", None, heading="各种注意力机制下的「我爱中国」")
+    untranslated = page(tmp_path, "lab/masks.md", None, heading="Masks")
+    lab = FakeSection("注意力实验室", [lab_index, lab_page, untranslated])
     guides = FakeSection("指南", [guide])
     translations.localise_menu([tutorial, guides, lab], "zh", tmp_path)
     assert tutorial.title == "第一个对齐"
     assert guide.title == f"部署服务{MARK}"
     assert guides.title == "指南"  # no page of its own: its entries say it
-    assert lab_page.title == f"{mechanisms_zh}{MARK}"
-    assert renamed.title == f"Masks, renamed{MARK}"  # a title with no translation stays English
-    assert lab.title == f"注意力实验室{MARK}"  # its own page (lab/index.md) is English
+    assert lab_page.title == "各种注意力机制下的「我爱中国」"  # the Chinese page's own heading
+    assert untranslated.title == f"Masks{MARK}"
+    assert lab.title == "注意力实验室"  # its own page is translated
 
 
-def test_every_lab_experiment_has_a_chinese_menu_title_for_its_current_title():
-    known = translations.LAB_TITLES["zh"]
-    titles = {name: experiment.title for name, experiment in experiments().items()}
-    assert set(known) == set(titles)
-    assert {name: english for name, (english, _) in known.items()} == titles
+def test_every_lab_experiment_has_its_chinese_page_titled_in_chinese():
+    for name, found in experiments().items():
+        assert found.zh is not None, name
+        chinese = REPO_ROOT / "docs" / "lab" / f"{name}.zh.md"
+        assert get_markdown_title(chinese.read_text(encoding="utf-8")) == found.zh.title
 
 
 def test_the_generated_lab_pages_are_titled_by_their_experiment():
     titles = {name: experiment.title for name, experiment in experiments().items()}
     for path in sorted((REPO_ROOT / "docs" / "lab").glob("*.md")):
-        if path.stem != "index":
+        if path.stem != "index" and not path.name.endswith(".zh.md"):
             assert get_markdown_title(path.read_text(encoding="utf-8")) == titles[path.stem]

@@ -6,7 +6,9 @@ claim) and what it found (the summary, the table, the figures), with the command
 time and the machine it ran on, so that a page always shows the figures of the last run;
 and `docs/lab/NAME.zh.md`, the same page in Chinese (`Experiment.zh`), its summary written
 from the numbers the finding recorded. Both are made from the run's record
-(`NAME/finding.json`), so `seq2seq-lab --pages` rewrites them without running anything.
+(`NAME/finding.json`), so `seq2seq-lab --pages` rewrites them without running anything. The
+pages do not link to each other: the site's language switch goes from one to the other
+(mkdocs-static-i18n, `NAME.zh.md` beside `NAME.md`), as for every translated page.
 """
 
 from __future__ import annotations
@@ -145,11 +147,9 @@ def page_text(run: LabRun) -> str:
     figures = "\n\n".join(
         f"![{path.stem}]({experiment.name}/{path.name})" for path in finding.figures
     )
-    other = [f"[中文]({experiment.name}.zh.md)", ""] if experiment.zh is not None else []
     return "\n".join([
         f"# {experiment.title}",
         "",
-        *other,
         "## The claim",
         "",
         experiment.claim.strip(),
@@ -195,8 +195,6 @@ def page_text_zh(run: LabRun) -> str:
     summary = text.summary(finding, run.quick)
     return "\n".join([
         f"# {text.title}",
-        "",
-        f"[English]({experiment.name}.md)",
         "",
         "## 论断",
         "",
@@ -323,8 +321,6 @@ def write_index(out_root: Path, experiments: list[Experiment]) -> Path:
     text = "\n".join([
         "# The attention lab",
         "",
-        "[中文](index.zh.md)",
-        "",
         "Each classic claim about RNNs and attention, run as an experiment: "
         "`seq2seq-lab NAME` (`--quick` for a run of seconds), `make lab` for all of them. "
         "Trained models are kept and shared: a model another experiment (or an earlier "
@@ -335,8 +331,6 @@ def write_index(out_root: Path, experiments: list[Experiment]) -> Path:
     ])  # fmt: skip
     text_zh = "\n".join([
         "# 注意力实验室",
-        "",
-        "[English](index.md)",
         "",
         "关于 RNN 和注意力的每一条经典论断，都作为一个实验来运行：`seq2seq-lab NAME`"
         "（`--quick` 只跑几秒钟），`make lab` 运行全部实验。训练好的模型会保留并共享："

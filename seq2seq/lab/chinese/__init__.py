@@ -1,10 +1,11 @@
-"""The lab's pages in Chinese: one module per experiment, each with its `CHINESE` text
-(`seq2seq.lab.experiment.ChineseText`), which the experiment's `EXPERIMENT` carries.
+"""The lab's pages in Chinese: one module per experiment, named as its experiment, each
+with its `CHINESE` text (`seq2seq.lab.experiment.ChineseText`), which the catalogue attaches
+to the experiment (`Experiment.zh`).
 
-A module here reads only the numbers its experiment's finding recorded (`Finding.values`,
-the `values` of `docs/lab/NAME/finding.json`), never the experiment's code, so the page is
-written from the same record as the English one. The helpers below format what every
-summary quotes.
+A module here writes the summary from what the experiment's finding recorded (its `values`
+and `table`, those of `docs/lab/NAME/finding.json`), so the page is written from the same
+record as the English one; it may import its experiment's constants and helpers (the
+experiment module never imports it). The helpers below format what every summary quotes.
 """
 
 from __future__ import annotations

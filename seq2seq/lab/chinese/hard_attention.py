@@ -1,4 +1,5 @@
-"""The Chinese page of `seq2seq-lab hard_attention` (`seq2seq.lab.hard_attention`)."""
+"""The Chinese page of `seq2seq-lab hard_attention` (`seq2seq.lab.hard_attention`): its
+methods and tasks, in the experiment's order, are the experiment's `METHODS` and `TASKS`."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from typing import Any
 
 from seq2seq.lab.chinese import outcome
 from seq2seq.lab.experiment import ChineseText, Finding
+from seq2seq.lab.hard_attention import METHODS, TASKS
 from seq2seq.lab.lab_models import TATOEBA_STEPS
 
-METHODS = {"soft": "软注意力", "straight_through": "直通估计", "reinforce": "REINFORCE"}
-TASKS = {"toy": "在玩具倒序任务上", "tatoeba": "在 Tatoeba 中→英上"}
+NAMES = {"soft": "软注意力", "straight_through": "直通估计", "reinforce": "REINFORCE"}
+PLACES = {"toy": "在玩具倒序任务上", "tatoeba": "在 Tatoeba 中→英上"}
 
 
 def ratio(values: Mapping[str, Any], task: str, method: str, when: str) -> float:
@@ -20,9 +22,7 @@ def ratio(values: Mapping[str, Any], task: str, method: str, when: str) -> float
 
 def noise_text(values: Mapping[str, Any], task: str) -> str:
     """The noise-to-signal ratios at initialisation, and whether REINFORCE is the noisier."""
-    ratios = "，".join(
-        f"{METHODS[m]} {ratio(values, task, m, 'init'):.3g}" for m in list(METHODS)[1:]
-    )
+    ratios = "，".join(f"{NAMES[m]} {ratio(values, task, m, 'init'):.3g}" for m in METHODS[1:])
     soft = ratio(values, task, "soft", "init")
     soft_text = "软注意力恰为 0" if soft == 0 else f"软注意力 {soft:.3g}"
     noisier = all(
@@ -40,12 +40,12 @@ def task_text(values: Mapping[str, Any], task: str) -> str:
     """One task's gradient noise, mean training loss and test BLEU, from its `task_*` values."""
     loss = {method: values[f"{task}_{method}_mean_loss"] for method in METHODS}
     fastest = loss["soft"] < min(loss["straight_through"], loss["reinforce"])
-    losses = "，".join(f"{METHODS[m]} {loss[m]:.3f}" for m in METHODS)
+    losses = "，".join(f"{NAMES[m]} {loss[m]:.3f}" for m in METHODS)
     bleu = "、".join(f"{values[f'{task}_{m}_test_bleu']:.1f}" for m in METHODS)
+    order = "、".join(NAMES[m] for m in METHODS)
     return (
-        f"{TASKS[task]}，{noise_text(values, task)}；平均训练损失：{losses}，所以软注意力"
-        f"{'学得最快' if fastest else '并没有学得最快'}；测试 BLEU（软注意力、直通估计、"
-        f"REINFORCE）：{bleu}。"
+        f"{PLACES[task]}，{noise_text(values, task)}；平均训练损失：{losses}，所以软注意力"
+        f"{'学得最快' if fastest else '并没有学得最快'}；测试 BLEU（{order}）：{bleu}。"
     )
 
 

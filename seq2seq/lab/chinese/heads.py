@@ -1,8 +1,7 @@
 """The Chinese page of `seq2seq-lab heads` (`seq2seq.lab.heads`).
 
-The English summary also quotes the experiment's two pruning thresholds (a head "can go"
-under one BLEU loss and "clearly matters" from another); they are constants of the
-experiment, not in the recorded values, so this page names them without their numbers.
+The two pruning thresholds the summary quotes (a head "can go" under CAN_GO BLEU lost and
+"clearly matters" from MATTERS) are the experiment's constants, not recorded values.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from typing import Any
 
 from seq2seq.lab.chinese import outcome
 from seq2seq.lab.experiment import ChineseText, Finding
+from seq2seq.lab.heads import CAN_GO, MATTERS
 
 KINDS = {"encoder self": "编码器自注意力", "decoder self": "解码器自注意力",
          "decoder cross": "解码器交叉注意力"}  # fmt: skip
@@ -30,12 +30,13 @@ def pruning_text(values: Mapping[str, Any], agrees: bool | None) -> str:
     """How many heads can go, the costliest to remove, and what that says of the claim."""
     verdict = outcome(
         agrees,
-        "有的头可以去掉，而另一个头明显重要，与论断一致",
-        "这不支持论断，因为论断要求既有去掉后几乎不损失的头，又有去掉后损失明显的头",
+        f"有的头可以去掉，而另一个头明显重要（损失 ≥ {MATTERS} BLEU），与论断一致",
+        f"这不支持论断，因为论断要求既有去掉后损失低于 {CAN_GO} BLEU 的头，又有去掉后损失"
+        f"至少 {MATTERS} BLEU 的头",
     )
     return (
         f"模型的 {values['heads']} 个头中（贪心解码的验证 BLEU 为 {values['full_bleu']:.2f}），"
-        f"有 {values['heads_under_threshold']} 个单独去掉时损失的 BLEU 低于事先定下的阈值；"
+        f"有 {values['heads_under_threshold']} 个单独去掉时损失低于 {CAN_GO} BLEU；"
         f"去掉代价最大的是{head_name(values['most_important_head'])}"
         f"（{values['largest_loss']:.2f} BLEU）：{verdict}。"
     )

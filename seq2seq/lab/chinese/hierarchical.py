@@ -1,7 +1,9 @@
 """The Chinese page of `seq2seq-lab hierarchical` (`seq2seq.lab.hierarchical`).
 
-The English summary also quotes the BLEU gap in the longest source-length bucket and the
-p-value of the per-sentence BLEU; the finding's values record neither, so they are left out.
+The English summary also quotes the p-value of the per-sentence BLEU (hierarchical against
+general, a paired bootstrap over the first seed's sentences); neither the finding's values
+nor its table record it, and it cannot be computed again without the outputs, so it is left
+out.
 """
 
 from __future__ import annotations
@@ -12,11 +14,9 @@ from typing import Any
 
 from seq2seq.lab.chinese import nested, outcome
 from seq2seq.lab.experiment import ChineseText, Finding
+from seq2seq.lab.hierarchical import HIERARCHICAL, SEEDS
 from seq2seq.lab.lab_models import TATOEBA_STEPS
 
-# The seeds per arm at the default size: `seq2seq.lab.hierarchical.SEEDS`, which cannot be
-# imported here (that module imports this one); tests/test_lab_hierarchical.py checks it.
-SEEDS = 2
 LABELS = {"general": "扁平（general）", "scaled_dot": "扁平（缩放点积）", "hierarchical": "层次"}
 
 
@@ -32,13 +32,22 @@ def largest_p(p_values: list[float | None], missing: float = math.nan) -> float:
     return max(found) if found else math.nan
 
 
-def quality_text(values: Mapping[str, Any], where: str) -> str:
+def longest_bucket(table: list[dict[str, Any]]) -> dict[str, Any]:
+    """The hierarchical arm's row of the longest source-length bucket, as the English summary
+    takes it: the arm's last row (the table lists "all", then the buckets, shortest first)."""
+    return [row for row in table if row["attention"] == HIERARCHICAL][-1]
+
+
+def quality_text(values: Mapping[str, Any], table: list[dict[str, Any]], where: str) -> str:
     seeds = values["seeds"]
     note = "，为各种子中最大者" if seeds > 1 else ""
+    longest = longest_bucket(table)
     return (
         f"{where}（每组 {seeds} 个种子），扁平 general 注意力的文档 BLEU 是 "
         f"{values['test_bleu_general']:.1f}，层次注意力是 {values['test_bleu_hierarchical']:.1f}"
-        f"（p = {largest_p(values['p_hierarchical_vs_flat']):.3f}{note}）。"
+        f"（p = {largest_p(values['p_hierarchical_vs_flat']):.3f}{note}）；在最长的一档源文"
+        f"（{longest['source length']} 个字符）上，层次注意力与扁平 general 注意力的 BLEU 之差为 "
+        f"{longest['gap vs flat']:+.1f}。"
     )
 
 
@@ -100,8 +109,8 @@ def cost_text(values: Mapping[str, Any]) -> str:
 def summary(finding: Finding, quick: bool) -> str:
     values, agrees = finding.values, finding.agrees
     where = "在玩具文档上" if quick else "在 Tatoeba 中→英的测试伪文档上"
-    parts = (quality_text(values, where), accuracy_text(values, agrees), control_text(values),
-             sentence_text(values), cost_text(values))  # fmt: skip
+    parts = (quality_text(values, finding.table, where), accuracy_text(values, agrees),
+             control_text(values), sentence_text(values), cost_text(values))  # fmt: skip
     return "".join(parts)
 
 

@@ -1,9 +1,8 @@
 """The Chinese page of `seq2seq-lab mechanisms` (`seq2seq.lab.mechanisms`).
 
-The finding records each mechanism's numbers under its name (`zero_share.sparsemax`), not
-its region; whether a name is a score trained with the soft region or another region is
-read from the registry (`local-monotonic`: the region `local` in one of its modes). When a
-name is neither (a plugin's component not loaded now), the sparsity sentence is left out.
+The finding records each mechanism's numbers under its name (`zero_share.sparsemax`); its
+region is in the table (`region`), and a mechanism is one of the softmax models when that
+region is the experiment's `SOFT`, as the English summary decides it.
 """
 
 from __future__ import annotations
@@ -11,31 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from seq2seq import registry
 from seq2seq.lab.chinese import outcome
 from seq2seq.lab.experiment import ChineseText, Finding
 from seq2seq.lab.lab_models import TATOEBA_STEPS
-
-SOFT = "soft"
-
-
-def is_soft(name: str) -> bool | None:
-    """True for a score (trained with the soft region), False for another region, None
-    when the registry knows neither."""
-    try:
-        scores, regions = registry.names("score"), registry.names("region")
-    except registry.BuiltInsNotLoaded:
-        return None
-    if name in scores:
-        return True
-    region = name if name in regions else name.split("-", 1)[0]
-    return False if region in regions and region != SOFT else None
-
-
-def percent_range(shares: list[float]) -> str:
-    """`12–39%`, or `39%` when the lowest and highest round alike."""
-    low, high = f"{100 * min(shares):.0f}", f"{100 * max(shares):.0f}"
-    return f"{high}%" if low == high else f"{low}–{high}%"
+from seq2seq.lab.mechanisms import SOFT, percent_range
 
 
 def softmax_text(shares: list[float]) -> str:
@@ -44,12 +22,11 @@ def softmax_text(shares: list[float]) -> str:
     return "softmax 模型不到 0.1%" if max(shares) > 0 else "softmax 模型则一个零权重也没有"
 
 
-def sparsity_text(values: Mapping[str, Any], names: list[str]) -> str:
-    kinds = {name: is_soft(name) for name in names}
-    if None in kinds.values():
-        return ""
-    sparse = [values[f"zero_share.{name}"] for name in names if not kinds[name]]
-    soft = [values[f"zero_share.{name}"] for name in names if kinds[name]]
+def sparsity_text(values: Mapping[str, Any], table: list[dict[str, Any]]) -> str:
+    """The share of exactly zero weights of the non-soft regions, and of the softmax models;
+    empty when the run trained only one kind."""
+    sparse = [values[f"zero_share.{row['mechanism']}"] for row in table if row["region"] != SOFT]
+    soft = [values[f"zero_share.{row['mechanism']}"] for row in table if row["region"] == SOFT]
     if not (sparse and soft):
         return ""
     return f"非 soft 的区域让 {percent_range(sparse)} 的权重恰好为零，{softmax_text(soft)}。"
@@ -69,7 +46,7 @@ def summary(finding: Finding, quick: bool) -> str:
     )
     return (
         f"在 {len(names)} 种机制中，{best} 的对齐最好（{label} {values[f'{key}.{best}']:.3f}），"
-        f"{worst} 最差（{values[f'{key}.{worst}']:.3f}）。{sparsity_text(values, names)}"
+        f"{worst} 最差（{values[f'{key}.{worst}']:.3f}）。{sparsity_text(values, finding.table)}"
         f"所以{verdict}。"
     )
 

@@ -7,8 +7,7 @@ from typing import Any
 
 from seq2seq.lab.chinese import outcome
 from seq2seq.lab.experiment import ChineseText, Finding
-
-FAMILIES = ("gru", "cnn", "transformer")
+from seq2seq.lab.parallelism import FAMILIES, of_family
 
 
 def per_family(values: Mapping[str, Any], key: str) -> str:
@@ -18,6 +17,8 @@ def per_family(values: Mapping[str, Any], key: str) -> str:
 
 def summary(finding: Finding, quick: bool) -> str:
     values, agrees = finding.values, finding.agrees
+    lengths, _ = of_family(finding.table, FAMILIES[0], "train step ms")  # the lengths timed
+    low, high = lengths[0], lengths[-1]
     longest = "、".join(
         f"{values[f'{family}_train_ms'][-1]:.0f} ms（{family}）" for family in FAMILIES
     )
@@ -27,8 +28,8 @@ def summary(finding: Finding, quick: bool) -> str:
         "在这里并没有增长得最快，与论断相反（核数不多的 CPU 很少把一层的各个位置并行计算）",
     )
     return (
-        f"从所测的最短句长到最长句长（共 {len(values['gru_train_ms'])} 种长度），训练步的时间分别变为原来的 "
-        f"{per_family(values, 'train_growth')}，在最长的句长上达到 {longest}；这台设备的 float32 "
+        f"从 n = {low} 到 n = {high} 个词元（句长是原来的 {high // low} 倍），训练步的时间分别变为原来的 "
+        f"{per_family(values, 'train_growth')}，在 n = {high} 时达到 {longest}；这台设备的 float32 "
         f"矩阵乘法上限是 {values['ceiling_gflops']:.0f} GFLOP/s：RNN 的训练步时间{verdict}。RNN 每层要"
         "顺序执行 n 步，而 CNN 和 Transformer 只需一步；但贪心解码在三者中都是顺序的，每句的解码"
         f"时间分别变为原来的 {per_family(values, 'decode_growth')}。"

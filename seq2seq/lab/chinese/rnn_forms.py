@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from seq2seq.lab.experiment import ChineseText, Finding
+from seq2seq.lab.rnn_forms import DEFAULT, QUICK
 
 UNREAD_AT_CHANCE = "N vs N at chance on reverse's unread half"  # a key of `predictions`
 
@@ -49,6 +50,7 @@ def summary(finding: Finding, quick: bool) -> str:
     failed = [prediction_text(key, values["fits"])
               for key, held in values["predictions"].items() if not held]  # fmt: skip
     failures = f"未成立的预测：{'；'.join(failed)}。" if failed else ""
+    scored = (QUICK if quick else DEFAULT).eval_examples  # the run's size, as the English
     return (
         f"各形式在与自身形状相同的任务上的逐词元准确率：{fits}（随机水平依次为 {chances}；"
         f"达到 {values['fits']} 才算胜任）。reverse（倒序）的形状是 N vs N，但 N vs N 在所需输入"
@@ -56,7 +58,7 @@ def summary(finding: Finding, quick: bool) -> str:
         f"{read:.2f}，所以在 {values['length']} 个字母的倒序上，它整句写对的比例只有 "
         f"{exact['N vs N']['reverse']:.2f}，N vs M（编码器-解码器）则有 "
         f"{exact['N vs M']['reverse']:.2f}。每一格是 {values['seeds']} 个模型的均值，每个模型训练 "
-        f"{values['steps']} 次更新，在新抽取的样本上评分；表中给出逐词元准确率 / 整序列准确率，"
+        f"{values['steps']} 次更新，在 {scored} 个新抽取的样本上评分；表中给出逐词元准确率 / 整序列准确率，"
         "“—”表示这种形式表达不了该任务的形状，chance 一行是不看输入所能给出的最好答案。" + failures
     )
 

@@ -9,6 +9,7 @@ from typing import Any
 from seq2seq.lab.chinese import outcome
 from seq2seq.lab.experiment import ChineseText, Finding
 from seq2seq.lab.lab_models import TATOEBA_STEPS
+from seq2seq.lab.scaling import GAP_MARGIN, gap_grows
 
 
 def widths(values: Mapping[str, Any], pattern: str) -> list[int]:
@@ -33,18 +34,18 @@ def init_text(values: Mapping[str, Any], agrees: bool | None) -> str:
     )
 
 
-def gap_verdict(agrees: bool | None, gaps: dict[int, float]) -> str:
-    """Whether the BLEU gap grows with the width, as the verdict decided it (`agrees` is
-    None exactly when part A holds and the gap does not grow)."""
-    change = gaps[max(gaps)] - gaps[min(gaps)]
-    return {
-        True: "这里差距随宽度增大（增幅超过事先定下的余量）",
-        None: "这里差距随宽度增大的幅度没有超过事先定下的余量，所以在这样的规模下，BLEU 上看不出缩放的好处",
-        False: f"从最窄到最宽的模型，差距变化了 {change:+.1f} BLEU",
-    }[agrees]
+def gap_verdict(gaps: dict[int, float]) -> str:
+    """Whether the BLEU gap grows with the width, decided as the English summary decides it
+    (`seq2seq.lab.scaling.gap_grows`: by more than GAP_MARGIN BLEU, narrowest to widest)."""
+    if gap_grows(gaps):
+        return f"这里差距随宽度增大（增幅超过 {GAP_MARGIN} BLEU）"
+    return (
+        f"这里差距没有随宽度增大（增幅没有超过 {GAP_MARGIN} BLEU），所以在这样的规模下，"
+        "BLEU 上看不出缩放的好处"
+    )
 
 
-def training_text(values: Mapping[str, Any], agrees: bool | None) -> str:
+def training_text(values: Mapping[str, Any]) -> str:
     """Part B: the GRU model's own unscaled score variance at initialisation, and scaled
     dot's valid BLEU minus dot's after training, per width."""
     model_widths = widths(values, r"dot_w(\d+)_valid_bleu")
@@ -56,13 +57,13 @@ def training_text(values: Mapping[str, Any], agrees: bool | None) -> str:
     gap_text = "，".join(f"W = {w} 时 {gaps[w]:+.1f}" for w in model_widths)
     return (
         f"GRU 模型自己的未缩放分数在初始化时的方差为：{real}（单位方差的向量给出的方差会是 d_k = W）；"
-        f"训练之后，缩放点积的验证 BLEU 减去点积的验证 BLEU：{gap_text}。{gap_verdict(agrees, gaps)}。"
+        f"训练之后，缩放点积的验证 BLEU 减去点积的验证 BLEU：{gap_text}。{gap_verdict(gaps)}。"
     )
 
 
 def summary(finding: Finding, quick: bool) -> str:
     values, agrees = finding.values, finding.agrees
-    return init_text(values, agrees) + training_text(values, agrees)
+    return init_text(values, agrees) + training_text(values)
 
 
 CHINESE = ChineseText(

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from seq2seq.lab.experiment import ChineseText, Finding
+from seq2seq.lab.vanishing_gradients import CELLS, DEFAULT, LEARNED, QUICK, VOCAB
 
-CELLS = ("rnn", "gru", "lstm")
 GATED = ("gru", "lstm")
 
 
@@ -28,13 +28,15 @@ def summary(finding: Finding, quick: bool) -> str:
     lowest = accuracy["rnn"] < min(accuracy[cell] for cell in GATED)
     falls = "衰减得最快" if fastest else "并不是衰减得最快的"
     reach = "比两种门控单元都短" if shortest else "并不比两种门控单元都短"
+    seeds = (QUICK if quick else DEFAULT).train_seeds  # the run's size, as the English
     return (
         f"初始化时（LSTM 的遗忘门偏置为 {values['forget_bias']}），K = {high} 处的 ‖∂L/∂x_{{t−K}}‖ "
         f"分别只有它在 K = {low} 处的值的 {per_cell(values, 'init_decay', '.1e', ' 倍')}：RNN 的梯度"
-        f"{falls}。在每个 K 上各做 {values['steps']} 次 Adam 更新之后，学会了的最长距离（这个距离和"
-        "所有更短的距离上准确率都达到了“学会”的门槛；0 表示一个也没学会）是 K = "
-        f"{per_cell(values, 'longest_learned', 'd')}，所以 RNN 能学会的距离{reach}；在 K = {high} "
-        f"处，准确率为 {accuracies}，其中 RNN 的{'最低' if lowest else '并不是最低的'}。"
+        f"{falls}。在每个 K 上各做 {values['steps']} 次 Adam 更新之后（准确率取 {seeds} 个种子的"
+        f"均值），学会了的最长距离（这个距离和所有更短的距离上准确率都达到 {LEARNED:.0%}；0 表示"
+        f"一个也没学会）是 K = {per_cell(values, 'longest_learned', 'd')}，所以 RNN 能学会的距离"
+        f"{reach}；在 K = {high} 处，准确率为 {accuracies}，随机水平是 {1 / VOCAB:.1%}，其中 RNN 的"
+        f"{'最低' if lowest else '并不是最低的'}。"
     )
 
 
