@@ -97,6 +97,10 @@ class ReportConfig:
     twin_marker: str | None = "alignment=guided"
     # The same for a configuration with an alignment layer (the layer sweep's); null: none
     layer_marker: str | None = "alignment=layer"
+    # true: each configuration with a region other than soft, or more heads, is tested
+    # against the same model with soft attention, one head and the same score (the regions
+    # and heads comparison); the markers are not read
+    soft_twins: bool = False
     baseline_aer: list[str] = field(default_factory=list)  # word aligners' JSON files
     resamples: int = BOOTSTRAP_RESAMPLES
     made_by: str | None = None  # None: what the attention stage recorded in made_by.txt
@@ -366,7 +370,7 @@ def write_summary(settings: CompareConfig, folder: Path, command: str) -> Path:
         image=report.image, aer=report.aer, device=report.device,
         baselines=report.baselines or ["attention=none", f"+experiment={settings.experiment}"],
         twin_marker=report.twin_marker, layer_marker=report.layer_marker,
-        baseline_aer=[*sorted(folder.glob("aligner_*.json")), *map(Path, report.baseline_aer)],
+        soft_twins=report.soft_twins, baseline_aer=[*sorted(folder.glob("aligner_*.json")), *map(Path, report.baseline_aer)],
         resamples=report.resamples, command=command, made_by=made_by,
     ))  # fmt: skip
     if written is None:

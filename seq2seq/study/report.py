@@ -37,6 +37,7 @@ from seq2seq.study.seed_significance import assess
 from seq2seq.study.sweep import (
     DEFAULT_BASELINES,
     ROW_KEYS,
+    SOFT_TWINS,
     Configuration,
     left_out_line,
     report_count,
@@ -191,7 +192,9 @@ def significance_table(
     if not any(row["test_bleu_ci_low"] is not None for c in configurations for row in c.rows):
         return []
     base = None if baseline is None else f"`{configurations[baseline].label}`"
-    if twins:
+    if twins and twin_marker == SOFT_TWINS:
+        base = "each configuration's twin with soft attention, one head and the same score"
+    elif twins:
         base = f"each `{twin_marker}` configuration's twin (the same without it)"
     lines = [
         f"Test BLEU, paired bootstrap against {base} seed by seed "
@@ -368,6 +371,10 @@ class ReportSettings:
     # The same for a configuration with an alignment layer; a sweep's twins are found by
     # the first of the two markers one of its configurations was run with
     layer_marker: str | None = "alignment=layer"
+    # True: every sweep with a region other than soft, or more heads, tests each such
+    # configuration against its twin with soft attention, one head and the same score
+    # (`seq2seq.study.sweep.find_soft_twins`; the regions and heads comparison)
+    soft_twins: bool = False
     baseline_aer: list[Path] = field(default_factory=list)  # word aligners' files
     resamples: int = BOOTSTRAP_RESAMPLES
     command: str = "seq2seq-compare"  # what wrote the report, for its header
@@ -397,7 +404,7 @@ def write_report(sweep_dirs: list[Path], settings: ReportSettings) -> Path | Non
     markers = [m for m in (settings.twin_marker, settings.layer_marker) if m]
     roles = {}
     for name, configurations in sweeps.items():
-        marker = sweep_marker(configurations, markers)
+        marker = SOFT_TWINS if settings.soft_twins else sweep_marker(configurations, markers)
         found = assess(configurations, list(settings.baselines), settings.resamples, marker)
         roles[name] = found | {"marker": marker}
     if settings.aer:

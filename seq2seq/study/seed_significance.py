@@ -11,7 +11,9 @@ A configuration differs significantly from the baseline when p < 0.05 for every 
 and all its seeds' BLEU differences have the same sign; its p is the largest of its seeds'.
 In a sweep with twins (`find_twins`: each guided configuration and the same configuration
 unguided), each configuration with the twin marker is tested against its own twin instead of
-one baseline for the whole sweep. The two configurations with the best mean valid BLEU are
+one baseline for the whole sweep; with the rule SOFT_TWINS (`find_soft_twins`) each
+configuration with a region other than soft, or more heads, is tested against the same
+model with soft attention, one head and the same score. The two configurations with the best mean valid BLEU are
 tested against each other the same way (is the validation ranking of the winner a conclusion?). Every run with a test set also
 gets the 95% confidence interval of its test BLEU.
 """
@@ -26,7 +28,14 @@ from typing import Any
 from seq2seq.data.settings import source_name
 from seq2seq.metrics import SIGNIFICANCE_LEVEL, BootstrapResult, paired_bootstrap
 from seq2seq.study.reading import read_config
-from seq2seq.study.sweep import Configuration, find_baseline, find_twins, warn
+from seq2seq.study.sweep import (
+    SOFT_TWINS,
+    Configuration,
+    find_baseline,
+    find_soft_twins,
+    find_twins,
+    warn,
+)
 
 
 @dataclass(frozen=True)
@@ -144,7 +153,10 @@ def assess(
         for configuration in configurations
         for row in configuration.rows
     }
-    twins = find_twins(configurations, twin_marker) if twin_marker else {}
+    twins = {} if not twin_marker else (
+        find_soft_twins(configurations) if twin_marker == SOFT_TWINS
+        else find_twins(configurations, twin_marker)
+    )  # fmt: skip
     baseline = None if twins else find_baseline(configurations, baselines)
     if baseline is not None:
         against_baseline(configurations, baseline, tests, resamples)

@@ -25,10 +25,12 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from seq2seq.config.build import plain
 from seq2seq.study.reading import (
     RunReadError,
     Scalars,
     command_line_choice,
+    describe_model,
     find_runs,
     group_by_configuration,
     model_labels,
@@ -210,6 +212,28 @@ def find_baseline(configurations: list[Configuration], patterns: list[str]) -> i
         if len(matching) == 1:
             return matching[0]
     return None
+
+
+# The twin rule of the regions and heads comparison (`report.soft_twins`, in place of a
+# marker): each attention against soft attention with the same score and one head.
+SOFT_TWINS = "soft attention, one head"
+
+
+def find_soft_twins(configurations: list[Configuration]) -> dict[int, int]:
+    """{index of a configuration whose attention has another region than soft, or more
+    than one head: index of its twin, the configuration of the same model (encoder,
+    decoder, score) with soft attention and one head}: a sparse, hard or local region, or
+    multi-head attention, tested against the plain attention of its own score."""
+    described = [describe_model(plain(read_config(c.runs[0]))) for c in configurations]
+    twins = {}
+    for index, model in enumerate(described):
+        if "region" not in model or (model["region"], model["heads"]) == ("soft", "1"):
+            continue  # attention=none, or already soft with one head
+        wanted = {**model, "region": "soft", "heads": "1"}
+        matching = [other for other, found in enumerate(described) if found == wanted]
+        if len(matching) == 1:
+            twins[index] = matching[0]
+    return twins
 
 
 def find_twins(configurations: list[Configuration], marker: str) -> dict[int, int]:
