@@ -155,11 +155,12 @@ def test_a_line_blank_on_one_side_only_is_still_malformed_and_named_by_its_own_n
     write_corpus(tmp_path / "corpus", "blank_lines")
     path = tmp_path / "corpus" / "train.zh"
     text = path.read_text("utf-8").splitlines()
-    text[5] = ""  # line 6: after a document boundary (line 4)
+    text[5] = ""  # line 6: after the blank lines 4 and 5 between two documents
     path.write_text("\n".join(text) + "\n", encoding="utf-8")
     prepared = prepare(context_config(tmp_path))
     assert prepared.summary["malformed_skipped"] == 1
-    assert "6" in caplog.text and str(path.name) in caplog.text
+    assert "skipped 1 malformed line(s) of" in caplog.text
+    assert "at line(s) 6\n" in caplog.text + "\n"  # the file's own line, blank lines counted
 
 
 def test_an_id_met_again_after_another_document_is_refused_naming_both_lines(tmp_path):

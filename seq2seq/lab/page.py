@@ -104,12 +104,17 @@ def verdict(finding: Finding) -> str:
     return "**The measurement here does not agree with the claim.**"
 
 
+def model_counts(models: list[tuple[str, bool, float]]) -> tuple[float, int]:
+    """The minutes the run's models trained in all, and how many were reused."""
+    minutes = sum(trained for _, _, trained in models)
+    return minutes, sum(1 for _, was_reused, _ in models if was_reused)
+
+
 def models_note(models: list[tuple[str, bool, float]]) -> str:
     """What the run trained and reused, for the sentence on its run time."""
     if not models:
         return ""
-    minutes = sum(trained for _, _, trained in models)
-    reused = sum(1 for _, was_reused, _ in models if was_reused)
+    minutes, reused = model_counts(models)
     note = f"; its {len(models)} model(s) trained for {minutes:.1f} minutes in all"
     if reused:
         note += f", {reused} of them in an earlier run (reused here, not in this run's time)"
@@ -120,8 +125,7 @@ def models_note_zh(models: list[tuple[str, bool, float]]) -> str:
     """`models_note` in Chinese."""
     if not models:
         return ""
-    minutes = sum(trained for _, _, trained in models)
-    reused = sum(1 for _, was_reused, _ in models if was_reused)
+    minutes, reused = model_counts(models)
     note = f"；它的 {len(models)} 个模型一共训练了 {minutes:.1f} 分钟"
     if reused:
         note += f"，其中 {reused} 个是之前的运行训练的（这里直接复用，不计入这次的时间）"
