@@ -205,11 +205,17 @@ def translation_state(model) -> dict[str, torch.Tensor]:
     return {k: v for k, v in model.state_dict().items() if not k.startswith("alignment_layer.")}
 
 
-def test_with_the_gradient_stopped_the_translation_model_trains_exactly_as_its_twin(tmp_path):
-    """Guided (the toy task's known links), gradient stopped: every translation weight
-    after 3 updates is bit for bit the twin's, as is the test output."""
+@pytest.mark.parametrize("training", ["guided", "unsupervised"])
+def test_with_the_gradient_stopped_the_translation_model_trains_exactly_as_its_twin(
+    tmp_path, training
+):
+    """Guided (the toy task's known links) or unsupervised (the model's own attention),
+    gradient stopped: every translation weight after 3 updates is bit for bit the twin's,
+    as is the test output. So a layer run's test BLEU and translation attention are its
+    twin's (the comparison's layer rows rely on it)."""
     trained = {}
-    for name, extra in (("twin", []), ("layer", ["alignment=layer", "alignment.weight=1"])):
+    layer = ["alignment=layer", "alignment.weight=1", f"alignment.training={training}"]
+    for name, extra in (("twin", []), ("layer", layer)):
         cfg = compose_config(QUICK + ["trainer.max_steps=3", *extra,
                                       f"data.root={tmp_path / 'data'}"])  # fmt: skip
         results = train_and_test(cfg, tmp_path / name, outputs_root=tmp_path)
