@@ -224,6 +224,10 @@ def test_with_the_gradient_stopped_the_translation_model_trains_exactly_as_its_t
     assert twin.keys() == layer.keys()
     assert all(torch.equal(twin[key], layer[key]) for key in twin)
     assert (tmp_path / "twin" / "test.hyp").read_text() == (tmp_path / "layer" / "test.hyp").read_text()
+    # and the layer did learn beside it: a loss at every logged update, not a layer left idle
+    logged = (tmp_path / "layer" / "metrics.jsonl").read_text().splitlines()
+    losses = [json.loads(line).get("train/align_loss") for line in logged]
+    assert losses and all(loss is not None and loss > 0 for loss in losses)
 
 
 def test_search_is_the_same_with_and_without_the_layer():
