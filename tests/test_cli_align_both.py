@@ -188,6 +188,10 @@ def test_bad_input_is_one_line_and_removes_nothing(trained, capsys, tmp_path):
         ([tmp_path / "out", "--gold", a_file], "--gold scores the links of --src and --tgt"),
         ([tmp_path / "out", "--src", a_file], "--src and --tgt go together"),
         ([tmp_path / "out", "--src", a_file, "--tgt", tmp_path / "absent", *overrides], "--tgt", "absent"),
+        ([tmp_path / "out", "--train", f"data.alignments={a_file}"], "data.alignments=", "leave it out"),
+        ([tmp_path / "out", "--rounds", "1", *overrides], "--rounds", "add --train"),
+        ([tmp_path / "out", "--train", "--rounds", "-1"], "--rounds", "a whole number from 0"),
+        ([tmp_path / "out", "--train", "--rounds", "1", *overrides], "--rounds", "alignment=layer"),
     ]  # fmt: skip
     for argv, *expected in cases:
         code, out, err = run_main(align_both.main, capsys, *argv)
@@ -238,3 +242,52 @@ def test_a_layer_or_head_the_models_lack_is_one_line(trained, capsys, reading, m
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert message in err and "Traceback" not in err
     assert not (trained["root"] / "never.align").exists()
+
+
+def test_a_round_trains_both_directions_on_the_links_of_the_round_before(trained, capsys, tmp_path):
+    """Round 0: unsupervised layers; round 1: layers guided by round 0's symmetrised links
+    of the training pairs, each direction's file in its own order."""
+    out = tmp_path / "out"
+    overrides = [*trained["overrides"], "alignment=layer", "alignment.training=unsupervised"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(MIRROR_ENV, str(trained["root"] / "mirror"))
+        code, _, err = run_main(align_both.main, capsys, out, "--train", "--rounds", "1",
+                                *overrides)  # fmt: skip
+    assert code == 0, err
+    assert "round 0: AER" in err and "round 1: AER" in err and "valid pairs" in err
+    split = trained["root"] / "data" / "prepared" / "tatoeba_zh_en"
+    expected = tmp_path / "train.align"  # round 0's two models on the prepared training pairs
+    code, _ = seq2seq_align(capsys, out / "zh_en" / "checkpoints" / "best.pt",
+                            out / "en_zh" / "checkpoints" / "best.pt",
+                            "--src", split / "train.zh", "--tgt", split / "train.en",
+                            "--symmetrise", "harmonic", "-o", expected)  # fmt: skip
+    assert code == 0
+    forward = (out / "round1" / "train.zh_en.align").read_text(encoding="utf-8")
+    assert forward == expected.read_text(encoding="utf-8") and forward.strip()
+    reverse = (out / "round1" / "train.en_zh.align").read_text(encoding="utf-8").splitlines()
+    for ahead, back in zip(forward.splitlines(), reverse, strict=True):
+        swapped = {tuple(reversed(link.split("-"))) for link in back.split()}
+        assert swapped == {tuple(link.split("-")) for link in ahead.split()}
+    for name in ("zh_en", "en_zh"):
+        config = OmegaConf.load(out / "round1" / name / ".hydra" / "config.yaml")
+        assert config.data.alignments == str(out / "round1" / f"train.{name}.align")
+        assert config.alignment.separate and config.alignment.training == "guided"
+        assert OmegaConf.load(out / name / ".hydra" / "config.yaml").alignment.training == (
+            "unsupervised"
+        )
+    # the final links are round 1's models'
+    final = tmp_path / "final.align"
+    code, _ = seq2seq_align(capsys, out / "round1" / "zh_en" / "checkpoints" / "best.pt",
+                            out / "round1" / "en_zh" / "checkpoints" / "best.pt",
+                            "--src", split / "test.zh", "--tgt", split / "test.en",
+                            "--symmetrise", "harmonic", "-o", final)  # fmt: skip
+    assert code == 0
+    assert (out / "test.harmonic.align").read_bytes() == final.read_bytes()
+    (row,) = read_aligners(out / "test.harmonic.aer.json")
+    assert row["model"].endswith("(zh→en + en→zh, round 1)")
+    # again: every round's models are there, nothing is aligned or trained again
+    before = {path: digest(path) for path in out.rglob("*.align")}
+    code, _, err = run_main(align_both.main, capsys, out, "--train", "--rounds", "1", *overrides)
+    assert code == 0 and "training zh→en" not in err and "training en→zh" not in err
+    assert err.count("not trained again") == 4 and "written for" not in err
+    assert before == {path: digest(path) for path in out.rglob("*.align")}

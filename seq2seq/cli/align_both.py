@@ -42,12 +42,26 @@ everything else go to stderr, so stdout holds the scores alone), and a row for t
 comparison in OUT_DIR/test.<method>.aer.json (`make compare
 BASELINE_AER=OUT_DIR/test.<method>.aer.json`, the format of `seq2seq.study.aer_rows`).
 
+--rounds R refines the links R times, as Zenkel et al. 2020 train their alignment layer again
+on its own symmetrised links (guided alignment training) and Chen et al. 2020 refine theirs:
+round r's two models, in OUT_DIR/round<r>/<src>_<tgt>, are trained as round 0's are, guided
+(`alignment.training=guided` for a layer) by the links round r − 1's two models give the
+kept training pairs, symmetrised and extracted as the final links are (--symmetrise,
+--extract, --threshold). Those links are written first, in each direction's own order, to
+OUT_DIR/round<r>/train.<src>_<tgt>.align (`data.alignments` of that direction: one line per
+line of the prepared train.<src>, empty for a pair data.max_len drops). The overrides must
+train an alignment (`alignment=layer` or `alignment=guided`): round 0 as they say (eflomal's
+links, or the model's own attention with `alignment.training=unsupervised`), the later
+rounds on the links. Each round's links are scored on the hand-aligned valid pairs (stderr);
+the last round's models make the links and scores above. A round whose links file is there
+is not aligned again; its models are reused or go on as round 0's are.
+
 Every problem with the options, OUT_DIR, the files or a checkpoint is one line on stderr
 and exit code 2, before any training where it can be known then; a training that fails
 ends the command with seq2seq-train's exit code. Nothing the command did not write is
 removed or overwritten. Overrides that would make the two directions share or swap what
-they must not (`data.src_lang`, `data.tgt_lang`, `data.name`, `hydra.run.dir`,
-`trainer.resume`) are refused.
+they must not (`data.src_lang`, `data.tgt_lang`, `data.name`, `data.alignments`,
+`hydra.run.dir`, `trainer.resume`) are refused.
 """
 
 from __future__ import annotations
@@ -80,7 +94,8 @@ from seq2seq.config.schema import register_configs
 from seq2seq.configs import preset_names
 from seq2seq.data.corpus import CorpusError
 from seq2seq.data.fetch import FetchError
-from seq2seq.data.prepare import prepare
+from seq2seq.data.links import stored_rows
+from seq2seq.data.prepare import PreparedData, prepare
 from seq2seq.metrics.aer import AlignmentCounts, corpus_counts
 from seq2seq.output_folders import (
     OutputPlaceError,
@@ -96,7 +111,9 @@ PROGRAM = "seq2seq-align-both"
 DEFAULT_EXPERIMENT = "+experiment=default_cpu"  # make train's recipe
 BEST, LAST = Path("checkpoints/best.pt"), Path("checkpoints/last.pt")
 # Overrides the command sets itself, or that would make both directions share or swap them
-REFUSED_KEYS = ("data.src_lang", "data.tgt_lang", "data.name", "hydra.run.dir", "trainer.resume")
+REFUSED_KEYS = ("data.src_lang", "data.tgt_lang", "data.name", "data.alignments",
+                "hydra.run.dir", "trainer.resume")  # fmt: skip
+ROUND = "round"  # OUT_DIR/round<r>: the models of refinement round r ≥ 1
 OUTPUT_SUFFIXES = (".align", ".json")  # the files this command writes into OUT_DIR
 
 
@@ -138,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seq2seq-train's overrides, for both directions")  # fmt: skip
     parser.add_argument("--train", action="store_true",
                         help="train the directions whose checkpoints/best.pt is missing")  # fmt: skip
+    parser.add_argument("--rounds", type=rounds, default=0, metavar="R",
+                        help="refine R times: train both directions again on the symmetrised "
+                        "links of the round before (with --train; default 0)")  # fmt: skip
     parser.add_argument("--src", type=Path, help="source sentences (default: the test split)")
     parser.add_argument("--tgt", type=Path, help="their translations, one per line")
     parser.add_argument("--gold", type=Path, help="gold links of --src and --tgt")
@@ -170,6 +190,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def rounds(text: str) -> int:
+    """--rounds: a whole number from 0."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"a whole number from 0, not {text!r}")
+    return number
+
+
 def reading(args: argparse.Namespace) -> AlignSettings:
     """The reading --layer, --head, --extract and --threshold give (ValueError naming a bad
     one): used by both models when --layer or --head is given, else each model's own
@@ -197,6 +228,8 @@ def options_problem(args: argparse.Namespace) -> str | None:
         return "--src and --tgt go together"
     if args.gold is not None and args.src is None:
         return "--gold scores the links of --src and --tgt: give them too"
+    if args.rounds and not args.train:
+        return "--rounds trains a model of each direction per round: add --train"
     for override in args.overrides:
         key = override_key(override)
         if key in REFUSED_KEYS:
@@ -238,9 +271,13 @@ def reverse_preset(preset: str, source: str, target: str) -> str:
     return name
 
 
-def directions(out_dir: Path, overrides: list[str]) -> tuple[Direction, Direction]:
+def directions(
+    out_dir: Path, overrides: list[str], links: tuple[Path, Path] | None = None
+) -> tuple[Direction, Direction]:
     """The forward direction (the overrides, after `+experiment=default_cpu` unless they name
-    an experiment) and the reverse (the same with the other direction's data preset)."""
+    an experiment) and the reverse (the same with the other direction's data preset). With
+    `links` (a refinement round's files, forward and reverse), each direction is guided by
+    its own file (`round_overrides`)."""
     given = list(overrides)
     if not any(override_key(override) == "experiment" for override in given):
         given.insert(0, DEFAULT_EXPERIMENT)
@@ -249,6 +286,10 @@ def directions(out_dir: Path, overrides: list[str]) -> tuple[Direction, Directio
     preset = reverse_preset(str(forward.hydra.runtime.choices.data), source, target)
     others = [override for override in given if override_key(override) != "data"]
     reverse_overrides = [*others, f"data={preset}"]
+    if links is not None:
+        given = [*given, *round_overrides(forward, links[0])]
+        reverse_overrides = [*reverse_overrides, *round_overrides(forward, links[1])]
+        forward = composed(given)
     reverse = composed(reverse_overrides)
     found = (str(reverse.data.src_lang), str(reverse.data.tgt_lang))
     if found != (target, source):
@@ -259,20 +300,59 @@ def directions(out_dir: Path, overrides: list[str]) -> tuple[Direction, Directio
     )
 
 
+def round_overrides(config: DictConfig, links: Path) -> list[str]:
+    """What a refinement round adds to the overrides of round 0 (composed as `config`): the
+    links file, and guided training for an alignment layer trained unsupervised at round 0;
+    BothError when the overrides train no alignment to guide."""
+    alignment = config.get("alignment") or {}
+    if not (alignment.get("separate") or alignment.get("guided")):
+        raise BothError(
+            "--rounds trains each round on the links of the round before, through "
+            "alignment=layer or alignment=guided: add one of them to the overrides"
+        )
+    extra = [f"data.alignments={hydra_string(links)}"]
+    training = alignment.get("training")
+    if alignment.get("separate") and getattr(training, "name", training) != "guided":
+        extra.append("alignment.training=guided")
+    return extra
+
+
+def all_rounds(args: argparse.Namespace) -> list[tuple[Direction, Direction]]:
+    """The two directions of round 0 (OUT_DIR/<src>_<tgt>) and of each refinement round
+    (OUT_DIR/round<r>/<src>_<tgt>, guided by OUT_DIR/round<r>/train.<src>_<tgt>.align)."""
+    pair = directions(args.out_dir, args.overrides)
+    found = [pair]
+    for number in range(1, args.rounds + 1):
+        folder = args.out_dir / f"{ROUND}{number}"
+        links = tuple(folder / f"train.{d.run_dir.name}.align" for d in pair)
+        found.append(directions(folder, args.overrides, links))  # type: ignore[arg-type]
+    return found
+
+
 # ---------------------------------------------------------------- OUT_DIR
 
 
-def check_out_dir(out_dir: Path, folders: Sequence[Path]) -> None:
-    """OUT_DIR must be a folder that can be written, holding nothing but the two run
-    folders and files this command writes (`OUTPUT_SUFFIXES`); each run folder, when it
-    holds anything, a checkpoint or a run's marks. BothError naming the path otherwise."""
+def check_out_dirs(rounds: Sequence[tuple[Direction, Direction]]) -> None:
+    """OUT_DIR and each round's folder in it, checked by `check_out_dir`."""
+    folders = [pair[0].run_dir.parent for pair in rounds]
+    for number, pair in enumerate(rounds):
+        check_out_dir(
+            folders[number], [d.run_dir for d in pair], folders[1:] if number == 0 else ()
+        )
+
+
+def check_out_dir(out_dir: Path, folders: Sequence[Path], rounds: Sequence[Path] = ()) -> None:
+    """OUT_DIR (or a round's folder) must be a folder that can be written, holding nothing
+    but the two run folders, the `rounds`' folders and files this command writes
+    (`OUTPUT_SUFFIXES`); each run folder, when it holds anything, a checkpoint or a run's
+    marks. BothError naming the path otherwise."""
     try:
         check_output_place(out_dir)
     except OutputPlaceError as error:
         raise BothError(f"OUT_DIR {error}") from None
     if not out_dir.is_dir():
         return
-    names = {folder.name for folder in folders}
+    names = {folder.name for folder in (*folders, *rounds)}
     for entry in sorted(out_dir.iterdir()):
         ours = (
             entry.is_dir()
@@ -390,8 +470,14 @@ def loaded(args: argparse.Namespace, direction: Direction) -> Translator:
 def prepared_test_pairs(
     direction: Direction, translator: Translator
 ) -> tuple[list[str], list[str]]:
-    """The forward direction's test split, prepared from its composed data config, whose
-    tokenisers must be the checkpoint's."""
+    """The forward direction's test split (`prepared`)."""
+    data = prepared(direction, translator)
+    return list(data.test.src_lines), list(data.test.tgt_lines)
+
+
+def prepared(direction: Direction, translator: Translator) -> PreparedData:
+    """The direction's data, prepared from its composed data config, whose tokenisers must
+    be the checkpoint's."""
     try:
         data = prepare(data_config(direction.config))
     except (ConfigError, FetchError, CorpusError, ValueError, OSError) as error:
@@ -403,7 +489,7 @@ def prepared_test_pairs(
                 f"{direction.checkpoint}: its {side} tokeniser is not the one the overrides' "
                 f"data config prepares: give the overrides it was trained with"
             )
-    return list(data.test.src_lines), list(data.test.tgt_lines)
+    return data
 
 
 @dataclass(frozen=True)
@@ -475,7 +561,8 @@ def align_and_score(
         counts = gold_counts(found, pair[0].languages)
         if counts is not None:
             row = args.out_dir / f"test.{args.symmetrise}.aer.json"
-            text = compare_row(counts, pair, args.symmetrise, reading_name(args))
+            read = reading_name(args) + (f", round {args.rounds}" if args.rounds else "")
+            text = compare_row(counts, pair, args.symmetrise, read)
             write_output_file(row, text, "OUT_DIR")
             say(f"the gold test pairs' scores, for make compare BASELINE_AER=: {row}")
     if counts is not None:
@@ -496,18 +583,69 @@ def default_output(args: argparse.Namespace) -> Path:
 
 
 def align_both(args: argparse.Namespace) -> int:
-    """Check everything that can be checked, train what is missing, align and score."""
-    pair = directions(args.out_dir, args.overrides)
-    check_out_dir(args.out_dir, [direction.run_dir for direction in pair])
+    """Check everything that can be checked, train what is missing round by round, align
+    and score with the last round's models."""
+    rounds = all_rounds(args)
+    check_out_dirs(rounds)
     output = args.output or default_output(args)
     check_output_file(output, "--output")
     inputs = align.read_inputs(args) if args.src is not None else None  # before any training
-    for direction in to_train(pair, args.train):
-        code = train_direction(direction)
-        if code != 0:
-            return code
-    align_and_score(args, pair, inputs, output)
+    for number, pair in enumerate(rounds):
+        missing = to_train(pair, args.train)
+        if number > 0 and missing and not all(links_file(d).is_file() for d in pair):
+            write_training_links(args, rounds[number - 1], pair)
+        for direction in missing:
+            code = train_direction(direction)
+            if code != 0:
+                return code
+        if args.rounds:
+            say_valid_aer(args, pair, number)
+    align_and_score(args, rounds[-1], inputs, output)
     return 0
+
+
+# ---------------------------------------------------------------- refinement rounds
+
+
+def links_file(direction: Direction) -> Path:
+    """The links a refinement round's direction is guided by (its `data.alignments`)."""
+    return direction.run_dir.parent / f"train.{direction.run_dir.name}.align"
+
+
+def write_training_links(
+    args: argparse.Namespace, before: Sequence[Direction], pair: Sequence[Direction]
+) -> None:
+    """The symmetrised links of the kept training pairs by the models of the round
+    `before`, written for each direction of `pair` in its own order: forward (source word
+    i, target word j) as `i-j`, reverse as `j-i`; an empty line for each pair data.max_len
+    drops."""
+    found = aligner(args, before, [])
+    data = prepared(before[0], found.forward)
+    rows, total = stored_rows(data.train)
+    links = found.links(list(data.train.src_lines), list(data.train.tgt_lines))
+    every = [Links()] * total
+    for row, pair_links in zip(rows.tolist(), links, strict=True):
+        every[row] = pair_links
+    reverse = [Links.of((j, i) for i, j in one.sure) for one in every]
+    pair[0].run_dir.parent.mkdir(parents=True, exist_ok=True)
+    for direction, written in zip(pair, (every, reverse), strict=True):
+        if not align.write_output(links_file(direction), written):
+            raise Stopped(2)  # write_output said why
+    say(f"{len(links):,} training pairs' links ({args.symmetrise}, {args.extract}) of "
+        f"{before[0].run_dir.parent} written for {pair[0].run_dir.parent}")  # fmt: skip
+
+
+def say_valid_aer(args: argparse.Namespace, pair: Sequence[Direction], number: int) -> None:
+    """Round `number`'s symmetrised links scored on the hand-aligned valid pairs, on
+    stderr (the rounds are compared on valid, never on test)."""
+    pairs = gold_set(*pair[0].languages, "valid")
+    if not pairs:
+        return
+    found = aligner(args, pair, [])
+    links = found.links([one.source for one in pairs], [one.target for one in pairs])
+    counts = corpus_counts(links, [one.links for one in pairs])
+    say(f"round {number}: AER {counts.aer:.3f} on the {len(pairs)} hand-aligned valid pairs "
+        f"(precision {counts.precision:.3f}, recall {counts.recall:.3f})")  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
