@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import io
 import json
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -190,7 +191,7 @@ def test_bad_input_is_one_line_and_removes_nothing(trained, capsys, tmp_path):
         ([tmp_path / "out", "--src", a_file, "--tgt", tmp_path / "absent", *overrides], "--tgt", "absent"),
         ([tmp_path / "out", "--train", f"data.alignments={a_file}"], "data.alignments=", "leave it out"),
         ([tmp_path / "out", "--rounds", "1", *overrides], "--rounds", "add --train"),
-        ([tmp_path / "out", "--train", "--rounds", "-1"], "--rounds", "a whole number from 0"),
+        ([tmp_path / "out", "--train", "--rounds", "-1"], "--rounds", "must be an integer from 0 to 20"),
         ([tmp_path / "out", "--train", "--rounds", "1", *overrides], "--rounds", "alignment=layer"),
     ]  # fmt: skip
     for argv, *expected in cases:
@@ -246,9 +247,11 @@ def test_a_layer_or_head_the_models_lack_is_one_line(trained, capsys, reading, m
 
 def test_a_round_trains_both_directions_on_the_links_of_the_round_before(trained, capsys, tmp_path):
     """Round 0: unsupervised layers; round 1: layers guided by round 0's symmetrised links
-    of the training pairs, each direction's file in its own order."""
+    of the training pairs, each direction's file in its own order, an empty line for each
+    pair data.max_len drops."""
     out = tmp_path / "out"
-    overrides = [*trained["overrides"], "alignment=layer", "alignment.training=unsupervised"]
+    overrides = [*trained["overrides"], "data.max_len=20", "alignment=layer",
+                 "alignment.training=unsupervised"]  # fmt: skip
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(MIRROR_ENV, str(trained["root"] / "mirror"))
         code, _, err = run_main(align_both.main, capsys, out, "--train", "--rounds", "1",
@@ -262,10 +265,18 @@ def test_a_round_trains_both_directions_on_the_links_of_the_round_before(trained
                             "--src", split / "train.zh", "--tgt", split / "train.en",
                             "--symmetrise", "harmonic", "-o", expected)  # fmt: skip
     assert code == 0
-    forward = (out / "round1" / "train.zh_en.align").read_text(encoding="utf-8")
-    assert forward == expected.read_text(encoding="utf-8") and forward.strip()
+    forward = (out / "round1" / "train.zh_en.align").read_text(encoding="utf-8").splitlines()
+    every = expected.read_text(encoding="utf-8").splitlines()
+    sources = (split / "train.zh").read_text(encoding="utf-8").splitlines()
+    assert len(forward) == len(every) == len(sources)
+    dropped = [index for index, line in enumerate(forward) if line != every[index]]
+    assert dropped and all(forward[index] == "" for index in dropped)
+    # the kept pairs are those round 1 trained on, each with its own line's links
+    log = (out / "round1" / "zh_en" / "train.log").read_text(encoding="utf-8")
+    kept = re.search(r"piece links of ([\d,]+) training pairs", log)
+    assert kept and len(forward) - len(dropped) == int(kept.group(1).replace(",", ""))
     reverse = (out / "round1" / "train.en_zh.align").read_text(encoding="utf-8").splitlines()
-    for ahead, back in zip(forward.splitlines(), reverse, strict=True):
+    for ahead, back in zip(forward, reverse, strict=True):
         swapped = {tuple(reversed(link.split("-"))) for link in back.split()}
         assert swapped == {tuple(link.split("-")) for link in ahead.split()}
     for name in ("zh_en", "en_zh"):

@@ -86,7 +86,7 @@ from seq2seq.align.pharaoh import Links
 from seq2seq.align.symmetric import DEFAULT_SYMMETRISATION, SYMMETRISATIONS, symmetric_pairs
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.cli import align, train
-from seq2seq.cli.checked_options import OneLineParser, device
+from seq2seq.cli.checked_options import OneLineParser, device, whole
 from seq2seq.cli.common import InputError, load_translator, one_line, plugin_argument
 from seq2seq.cli.hydra_places import hydra_message
 from seq2seq.config.build import ConfigError
@@ -114,6 +114,7 @@ BEST, LAST = Path("checkpoints/best.pt"), Path("checkpoints/last.pt")
 REFUSED_KEYS = ("data.src_lang", "data.tgt_lang", "data.name", "data.alignments",
                 "hydra.run.dir", "trainer.resume")  # fmt: skip
 ROUND = "round"  # OUT_DIR/round<r>: the models of refinement round r ≥ 1
+MAX_ROUNDS = 20  # each round trains two models
 OUTPUT_SUFFIXES = (".align", ".json")  # the files this command writes into OUT_DIR
 
 
@@ -155,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seq2seq-train's overrides, for both directions")  # fmt: skip
     parser.add_argument("--train", action="store_true",
                         help="train the directions whose checkpoints/best.pt is missing")  # fmt: skip
-    parser.add_argument("--rounds", type=rounds, default=0, metavar="R",
+    parser.add_argument("--rounds", type=whole(0, MAX_ROUNDS), default=0, metavar="R",
                         help="refine R times: train both directions again on the symmetrised "
                         "links of the round before (with --train; default 0)")  # fmt: skip
     parser.add_argument("--src", type=Path, help="source sentences (default: the test split)")
@@ -188,17 +189,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", type=device, default="cpu", help="cpu, cuda, cuda:N")
     plugin_argument(parser)
     return parser
-
-
-def rounds(text: str) -> int:
-    """--rounds: a whole number from 0."""
-    try:
-        number = int(text)
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"a whole number from 0, not {text!r}")
-    return number
 
 
 def reading(args: argparse.Namespace) -> AlignSettings:
@@ -324,7 +314,7 @@ def all_rounds(args: argparse.Namespace) -> list[tuple[Direction, Direction]]:
     found = [pair]
     for number in range(1, args.rounds + 1):
         folder = args.out_dir / f"{ROUND}{number}"
-        links = tuple(folder / f"train.{d.run_dir.name}.align" for d in pair)
+        links = tuple(links_file(folder / d.run_dir.name) for d in pair)
         found.append(directions(folder, args.overrides, links))  # type: ignore[arg-type]
     return found
 
@@ -592,7 +582,7 @@ def align_both(args: argparse.Namespace) -> int:
     inputs = align.read_inputs(args) if args.src is not None else None  # before any training
     for number, pair in enumerate(rounds):
         missing = to_train(pair, args.train)
-        if number > 0 and missing and not all(links_file(d).is_file() for d in pair):
+        if number > 0 and missing and not all(links_file(d.run_dir).is_file() for d in pair):
             write_training_links(args, rounds[number - 1], pair)
         for direction in missing:
             code = train_direction(direction)
@@ -607,9 +597,10 @@ def align_both(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- refinement rounds
 
 
-def links_file(direction: Direction) -> Path:
-    """The links a refinement round's direction is guided by (its `data.alignments`)."""
-    return direction.run_dir.parent / f"train.{direction.run_dir.name}.align"
+def links_file(run_dir: Path) -> Path:
+    """The links the refinement round's direction in `run_dir` is guided by (its
+    `data.alignments`): ROUND_FOLDER/train.<src>_<tgt>.align."""
+    return run_dir.parent / f"train.{run_dir.name}.align"
 
 
 def write_training_links(
@@ -629,7 +620,7 @@ def write_training_links(
     reverse = [Links.of((j, i) for i, j in one.sure) for one in every]
     pair[0].run_dir.parent.mkdir(parents=True, exist_ok=True)
     for direction, written in zip(pair, (every, reverse), strict=True):
-        if not align.write_output(links_file(direction), written):
+        if not align.write_output(links_file(direction.run_dir), written):
             raise Stopped(2)  # write_output said why
     say(f"{len(links):,} training pairs' links ({args.symmetrise}, {args.extract}) of "
         f"{before[0].run_dir.parent} written for {pair[0].run_dir.parent}")  # fmt: skip
