@@ -17,7 +17,7 @@ from seq2seq.config.build import build_model, count_parameters
 from seq2seq.configs import config_files
 from seq2seq.study.reading import Scalars, best_choice, best_within
 from seq2seq.study.report import cost_line
-from seq2seq.study.sweep import Configuration, convergence, empty_row
+from seq2seq.study.sweep import Configuration, convergence, empty_row, sweep_configurations
 
 # What the comparison sweeps: every attention preset, every `compare_<family>` experiment.
 COMPARE_ATTENTIONS = [Path(entry.name).stem for entry in config_files("attention")]
@@ -221,3 +221,19 @@ def test_the_cost_line_sums_the_finished_runs_and_names_those_not_near_convergen
     line = cost_line([settled, late])
     assert line.endswith("Not near convergence (last ¼ gain ≥ 0.5): C seed 2 (0.75).")
     assert "4 finished runs" in line and "520 updates" in line
+
+
+def test_one_vector_summaries_are_rows_of_their_own(tmp_path):
+    """`attention=none` started from the final state, the mean or the attention pooling of
+    the encoder states: three models, three rows named by what differs."""
+    variants = {
+        (): "encoder=gru · decoder=gru · attention=none",  # no differing setting: all
+        ("model.summary=mean",): "summary=mean",
+        ("model.summary=attention_pool", "attention.context=attention_pool"):
+            "summary=attention_pool · context=attention_pool",
+    }  # fmt: skip
+    for number, extra in enumerate(variants):
+        run = tmp_path / "docs" / f"{number}_+experiment=compare_gru,attention=none,seed=1"
+        fake_run(run, "none", results(838_064, 2.0), {}, extra=("trainer.seed=1", *extra))
+    labels = [c.label for c in sweep_configurations(tmp_path / "docs")]
+    assert sorted(labels) == sorted(variants.values())

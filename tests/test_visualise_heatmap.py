@@ -217,6 +217,15 @@ def test_run_description_names_the_parts_and_the_attention_settings():
         assert describe_run({**config, "attention": hard})["region"] == name
     none = {**config, "attention": {"_target_": "seq2seq.models.attention.NoAttention"}}
     assert run_title(none, step=7) == "encoder=transformer · decoder=lstm · attention=none · step 7"
+    pooled = {**none, "model": {"summary": "attention_pool"},
+              "attention": {**none["attention"], "context": "attention_pool"}}  # fmt: skip
+    assert run_title(pooled) == (
+        "encoder=transformer · decoder=lstm · summary=attention_pool · attention=none"
+        " · context=attention_pool"
+    )
+    mean = {**config, "model": {"summary": "mean"}}
+    assert describe_run(mean)["summary"] == "mean"
+    assert "summary" not in describe_run({**config, "model": {"summary": "auto"}})
 
 
 @pytest.mark.parametrize(

@@ -333,10 +333,15 @@ def describe_model(config: Mapping[str, Any]) -> dict[str, str]:
 
 def model_labels(configs: list[Any]) -> list[str]:
     """Each run's model settings that differ within the list (all of them when none
-    differ); a setting the run does not have (the score of `attention=none`) is left out."""
+    differ); a setting the run does not have (the score of `attention=none`) is left out, and
+    a run that has none of the differing settings (the defaults) is named by all of its own."""
     descriptions = [describe_model(plain(config)) for config in configs]
     keys = differing_settings(descriptions) or list(descriptions[0])
-    return [" · ".join(f"{key}={d[key]}" for key in keys if key in d) for d in descriptions]
+    return [
+        " · ".join(f"{key}={d[key]}" for key in keys if key in d)
+        or " · ".join(f"{key}={value}" for key, value in d.items())
+        for d in descriptions
+    ]
 
 
 def run_titles(runs: list[Path], configs: list[Any]) -> list[str]:

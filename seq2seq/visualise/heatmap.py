@@ -176,13 +176,22 @@ def save_translation_heatmap(
 def describe_run(config: Mapping[str, Any]) -> dict[str, str]:
     """What distinguishes a model: encoder, decoder and attention settings, as short strings
     (a local region's mode and window, `local-p D=5`; a hard region's estimator when it is
-    not the default, `hard (reinforce)`), and `alignment: guided` for a model trained with guided alignment. `config` is the run's
-    config as plain data (`Translator.run_config`, `TrainerSettings.run_config`)."""
+    not the default, `hard (reinforce)`), `alignment: guided` for a model trained with guided
+    alignment, and the summary that starts the decoder (`model.summary`) and the fixed context
+    of `attention=none` (`attention.context`) where they are not the defaults (auto, mean).
+    `config` is the run's config as plain data (`Translator.run_config`,
+    `TrainerSettings.run_config`)."""
     described = {group: _part_name(group, config[group]) for group in ("encoder", "decoder")}
+    model = config.get("model")  # older configs: no summary key
+    summary = model.get("summary", "auto") if isinstance(model, Mapping) else "auto"
+    if summary != "auto":
+        described["summary"] = summary
     attention = config["attention"]
     choice = attention_choice(attention)
     if choice is None:  # attention=none
-        return {**described, "attention": registry.of_node("attention", attention).name}
+        described["attention"] = registry.of_node("attention", attention).name
+        context = attention.get("context", "mean")
+        return described | ({"context": context} if context != "mean" else {})
     score, region = choice
     if region in ("local", "hard"):
         region = _region_name(region, component_node("region", attention["region"]))
