@@ -173,3 +173,21 @@ def test_a_ctranslate2_export_answers_the_documented_types(checkpoint, tmp_path,
     short, long = got["/translate"]["translations"]
     assert (short["truncated"], short["pieces_given"], short["pieces_kept"]) == (False, 3, 3)
     assert (long["truncated"], long["pieces_given"], long["pieces_kept"]) == (True, 130, 100)
+
+
+def test_the_architecture_names_a_one_vector_model_s_summary_and_context():
+    """`attention=none` started from the attention pooling of the encoder states: `/models`
+    says so (the names `describe_run` gives titles), and says nothing for the defaults."""
+    from seq2seq.serve.backends import checkpoint_architecture
+    from seq2seq.serve.json_bodies import CheckpointArchitecture
+
+    parts = {"encoder": {"_target_": "seq2seq.models.encoders.RNNEncoder", "cell": "gru"},
+             "decoder": {"_target_": "seq2seq.models.decoders.RNNDecoder", "cell": "gru"}}  # fmt: skip
+    none = {"_target_": "seq2seq.models.attention.NoAttention"}
+    pooled = {**parts, "model": {"summary": "attention_pool"},
+              "attention": {**none, "context": "attention_pool"}}  # fmt: skip
+    shown = CheckpointArchitecture(**checkpoint_architecture(pooled))
+    pooling = "attention_pool"
+    assert (shown.attention, shown.summary, shown.context) == ("none", pooling, pooling)
+    plain = CheckpointArchitecture(**checkpoint_architecture({**parts, "attention": none}))
+    assert (plain.summary, plain.context) == (None, None)

@@ -112,6 +112,12 @@ class CheckpointArchitecture(BaseModel):
     region: str | None = None
     heads: int | None = Field(default=None, description="heads of the cross-attention")
     alignment: str | None = Field(default=None, description="`guided`: trained to align")
+    summary: str | None = Field(
+        default=None, description="what starts the decoder (`model.summary`) when not `auto`"
+    )
+    context: str | None = Field(
+        default=None, description="`attention=none`'s fixed context when not the mean"
+    )
 
 
 class ExportArchitecture(BaseModel):
