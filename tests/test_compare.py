@@ -15,7 +15,7 @@ from sweep_fixtures import cells, fake_run, report, results
 from seq2seq import registry
 from seq2seq.config.build import build_model, count_parameters
 from seq2seq.configs import config_files
-from seq2seq.study.reading import Scalars, best_choice, best_within
+from seq2seq.study.reading import Scalars, best_choice, best_within, read_config, run_titles
 from seq2seq.study.report import cost_line
 from seq2seq.study.sweep import Configuration, convergence, empty_row, sweep_configurations
 
@@ -237,3 +237,13 @@ def test_one_vector_summaries_are_rows_of_their_own(tmp_path):
         fake_run(run, "none", results(838_064, 2.0), {}, extra=("trainer.seed=1", *extra))
     labels = [c.label for c in sweep_configurations(tmp_path / "docs")]
     assert sorted(labels) == sorted(variants.values())
+
+
+def test_alignment_titles_leave_out_what_a_run_does_not_have(tmp_path):
+    """The comparison picture titles each run as its row is named: hierarchical attention has
+    no score, region or heads of its own to show as `score=-`."""
+    runs = [tmp_path / "0_attention=scaled_dot", tmp_path / "1_attention=hierarchical"]
+    for run, attention in zip(runs, ("scaled_dot", "hierarchical"), strict=True):
+        fake_run(run, attention, results(838_064, 20.0), {})
+    titles = run_titles(runs, [read_config(run) for run in runs])
+    assert titles == ["score=scaled_dot · region=soft · heads=1", "attention=hierarchical"]

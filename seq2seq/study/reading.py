@@ -345,13 +345,13 @@ def model_labels(configs: list[Any]) -> list[str]:
 
 
 def run_titles(runs: list[Path], configs: list[Any]) -> list[str]:
-    """The differing model settings of each run, or its folder when no setting differs."""
+    """Each run's label as the table names its row (`model_labels`: a setting the run does
+    not have is left out), or its folder when no setting differs."""
     descriptions = [describe_model(plain(config)) for config in configs]
-    keys = differing_settings(descriptions)
-    if not keys:
+    if not differing_settings(descriptions):
         common = Path(os.path.commonpath(runs)) if len(runs) > 1 else runs[0].parent
         return [str(run.relative_to(common)) for run in runs]
-    return [" · ".join(f"{key}={d.get(key, '-')}" for key in keys) for d in descriptions]
+    return model_labels(configs)
 
 
 def best_choice(sweep_dir: Path, group: str, unreadable: list[RunReadError] | None = None) -> str:
