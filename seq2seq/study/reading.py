@@ -335,7 +335,11 @@ def model_labels(configs: list[Any]) -> list[str]:
     """Each run's model settings that differ within the list (all of them when none
     differ); a setting the run does not have (the score of `attention=none`) is left out, and
     a run that has none of the differing settings (the defaults) is named by all of its own."""
-    descriptions = [describe_model(plain(config)) for config in configs]
+    return labels_of([describe_model(plain(config)) for config in configs])
+
+
+def labels_of(descriptions: list[dict[str, str]]) -> list[str]:
+    """`model_labels` of runs already described (`describe_model`)."""
     keys = differing_settings(descriptions) or list(descriptions[0])
     return [
         " · ".join(f"{key}={d[key]}" for key in keys if key in d)
@@ -351,7 +355,7 @@ def run_titles(runs: list[Path], configs: list[Any]) -> list[str]:
     if not differing_settings(descriptions):
         common = Path(os.path.commonpath(runs)) if len(runs) > 1 else runs[0].parent
         return [str(run.relative_to(common)) for run in runs]
-    return model_labels(configs)
+    return labels_of(descriptions)
 
 
 def best_choice(sweep_dir: Path, group: str, unreadable: list[RunReadError] | None = None) -> str:
