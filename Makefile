@@ -102,7 +102,7 @@ bench-data: $(STAMP)
 	$(PY) scripts/bench_data.py $(ARGS)
 
 # The comparison of COMPARISON.md, `seq2seq-compare` (seq2seq/study/comparison.py; its settings:
-# configs/compare/). Four Hydra sweeps with the same data, split, training rule and parameter
+# configs/compare/). Five Hydra sweeps with the same split, training rule and parameter
 # budget (±10%), each configuration trained SEEDS times (trainer.seed = 1234, 1235, ...: the
 # initialisation and the data order change, the split's data.seed never does):
 #   attention/: the GRU model (compare_gru) with every attention preset (ARGS="attention=[a,b]"
@@ -116,6 +116,9 @@ bench-data: $(STAMP)
 #   layer/:     every family with that attention and a separate alignment layer
 #               (alignment=layer), trained guided and unsupervised, each tested against its
 #               twin without the layer, linked from encoders/ (ARGS="layer=[]" skips it);
+#   layer_reverse/: the same layer runs trained en→zh (REVERSE_DATA=tatoeba_en_zh, the data
+#               preset of the other direction; REVERSE_DATA= skips it): each layer run's
+#               test AER with its reverse run, symmetrised, is a column of layer/;
 # then eflomal's test AER (the aligner row; COMPARE_DATA: its prepared corpus, by default the
 # runs' own) and the summary: COMPARISON.md, comparison.csv and the alignment images, one
 # table row per configuration (mean ± std over its seeds; the CSV keeps one row per seed),
@@ -136,13 +139,14 @@ bench-data: $(STAMP)
 BUDGET    ?= full
 ATTENTION ?= best
 JOBS      ?= 1
+REVERSE_DATA ?= tatoeba_en_zh
 COMPARE_TIME := $(shell date +%Y-%m-%d_%H-%M-%S)
 COMPARE_DIR ?= multirun/compare_$(BUDGET)/$(COMPARE_TIME)# one per make call, for every stage
 comma := ,
 space := $(empty) $(empty)
 COMPARE = $(VENV)/bin/seq2seq-compare budget=$(BUDGET) family_attention=$(ATTENTION) jobs=$(JOBS) \
   dir=$(COMPARE_DIR) $(if $(SEEDS),seeds=$(SEEDS)) \
-  $(if $(COMPARE_DATA),aligner_data=$(COMPARE_DATA)) \
+  $(if $(COMPARE_DATA),aligner_data=$(COMPARE_DATA)) $(if $(REVERSE_DATA),reverse_data=$(REVERSE_DATA)) \
   $(if $(BASELINE_AER),report.baseline_aer=[$(subst $(space),$(comma),$(strip $(BASELINE_AER)))]) $(ARGS)
 
 .PHONY: compare compare-attention compare-encoders compare-guided compare-layer compare-aligner compare-summary

@@ -1,16 +1,18 @@
 """What the training images and the comparison show of the alignment layer (`alignment=layer`):
 TensorBoard's `alignment_layer/...` image of each shown sentence, the comparison's layer
 sweep (each family with the layer trained guided and unsupervised, tested against its twin
-without one) and the layer's test AER column."""
+without one), the layer's test AER column and the column of both directions (each run with
+its en→zh run, symmetrised)."""
 
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
 import pytest
 import torch
-from helpers import TINY_TOY, compose_config, toy_corpus_lines
+from helpers import TINY_TOY, compose_config, run_main, toy_corpus_lines
 from helpers import compare_settings as settings
 from hook_fixtures import hooks_run
 from lexicon_model import LEXICON_TRANSFORMER
@@ -24,13 +26,16 @@ from sweep_fixtures import (
     sentences,
 )
 
+from seq2seq.align import gold as gold_module
 from seq2seq.align.model_aer import checkpoint_aer
+from seq2seq.cli import align
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.fetch import MIRROR_ENV
 from seq2seq.runs.assemble import train_and_test
 from seq2seq.search.batched import translate_ids
 from seq2seq.special_tokens import BOS_ID, EOS_ID
 from seq2seq.study import comparison
+from seq2seq.study.both_directions import pairing_key
 from seq2seq.study.comparison import run_comparison
 from seq2seq.study.launch import Sweep
 from seq2seq.study.report import ReportSettings, write_report
@@ -163,21 +168,23 @@ def test_layer_rows_are_named_by_how_the_layer_learned_and_tested_against_their_
 # ---------------------------------------------------------------- the layer's test AER
 
 
-def lexicon_run(root: Path, name: str, *overrides: str) -> Path:
+def lexicon_run(root: Path, name: str, *overrides: str, reverse: bool = False) -> Path:
     """The tiny zh→en lexicon Transformer (`tests/lexicon_model.py`), 6 updates, trained
     into `root/layer/<name>` as a sweep's run (its composed config and overrides in
-    `.hydra/`, written after training)."""
+    `.hydra/`, written after training); `reverse`: en→zh (`data=tatoeba_en_zh`, prepared
+    apart), into `root/layer_reverse/<name>`."""
     mirror = root / "mirror"
     if not mirror.is_dir():
         mirror.mkdir()
         with zipfile.ZipFile(mirror / "toy-eng.zip", "w") as archive:
             archive.writestr("toy.txt", "\n".join(toy_corpus_lines(400, seed=0)) + "\n")
-    short = ("trainer.max_steps=", "trainer.valid_every=", "trainer.log_every=")
+    short = ("trainer.max_steps=", "trainer.valid_every=", "trainer.log_every=", "data=")
     chosen = [item for item in LEXICON_TRANSFORMER if not item.startswith(short)]
-    chosen += ["trainer.max_steps=6", "trainer.valid_every=6", "trainer.log_every=6",
+    data = ["data=tatoeba_en_zh", "data.name=lexicon_en_zh"] if reverse else ["data=tatoeba_zh_en"]
+    chosen += [*data, "trainer.max_steps=6", "trainer.valid_every=6", "trainer.log_every=6",
                f"data.root={root / 'data'}", *overrides]  # fmt: skip
     cfg = compose_config(chosen)
-    run = root / "layer" / name
+    run = root / ("layer_reverse" if reverse else "layer") / name
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(MIRROR_ENV, str(mirror))
         train_and_test(cfg, run, outputs_root=root)
@@ -220,3 +227,91 @@ def test_the_layer_column_holds_the_layer_s_test_aer_of_each_checkpoint(aer_swee
     by_model = {row[0]: row for row in table[1:]}
     assert by_model[without["model"]][column] == "—"
     assert by_model[with_layer["model"]][column] == f"{found.layer_counts.aer:.3f}"
+
+
+# ---------------------------------------------------------------- both directions
+
+
+@pytest.fixture(scope="module")
+def both_sweeps(tmp_path_factory) -> Path:
+    """A zh→en sweep `layer` of one run with an unsupervised layer and its reverse sweep
+    `layer_reverse` of the same run en→zh, their overrides those of a comparison's sweeps:
+    the same, but for the reverse's data preset."""
+    root = tmp_path_factory.mktemp("both_directions")
+    overrides = [LAYER, "alignment.training=unsupervised"]
+    for reverse, data in ((False, []), (True, ["data=tatoeba_en_zh"])):
+        run = lexicon_run(root, "0_layer", *overrides, reverse=reverse)
+        OmegaConf.save(OmegaConf.create([*overrides, *data]), run / ".hydra" / "overrides.yaml")
+    return root
+
+
+def test_the_column_of_both_directions_is_what_seq2seq_align_gives_the_two_runs(
+    both_sweeps, tmp_path, capsys
+):
+    forward, reverse = (both_sweeps / name / "0_layer" for name in ("layer", "layer_reverse"))
+    gold = Path(gold_module.__file__).parent / "gold" / "tatoeba_zh_en"
+    code, out, _ = run_main(
+        align.main, capsys, forward / "checkpoints" / "best.pt", "--reverse",
+        reverse / "checkpoints" / "best.pt", "--symmetrise", "harmonic", "--extract",
+        "threshold", "--threshold", "0.3", "--src", gold / "test.zh", "--tgt", gold / "test.en",
+        "--gold", gold / "test.align", "--json",
+    )  # fmt: skip
+    assert code == 0
+    expected = json.loads(out)["aer"]
+    out_dir = tmp_path / "out"
+    found = ReportSettings(out_dir=out_dir, image=False, aer=True, resamples=100)
+    sweeps = [both_sweeps / "layer", both_sweeps / "layer_reverse"]
+    assert write_report(sweeps, found) is not None
+    ahead, back = read_csv(out_dir / "comparison.csv")
+    assert (ahead["sweep"], back["sweep"]) == ("layer", "layer_reverse")
+    assert float(ahead["test_aer_both"]) == pytest.approx(expected)
+    assert back["test_aer_both"] == ""  # no sweep layer_reverse_reverse
+    assert float(ahead["test_aer_both"]) != pytest.approx(float(ahead["test_aer_layer"]))
+    lines = (out_dir / "COMPARISON.md").read_text(encoding="utf-8").splitlines()
+    headers = [cells(line) for line in lines if line.startswith("| model |")]
+    assert "test AER (both directions)" in headers[0]  # the layer sweep's table
+    assert "test AER (both directions)" not in headers[1]  # its reverse has no partner
+
+
+def test_the_column_of_both_directions_needs_the_reverse_sweep(both_sweeps, tmp_path):
+    out_dir = tmp_path / "out"
+    found = ReportSettings(out_dir=out_dir, image=False, aer=True, resamples=100)
+    assert write_report([both_sweeps / "layer"], found) is not None
+    (only,) = read_csv(out_dir / "comparison.csv")
+    assert only["test_aer_both"] == "" and only["test_aer_layer"] != ""
+
+
+def overrides_run(folder: Path, *overrides: str) -> Path:
+    (folder / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create(list(overrides)), folder / ".hydra" / "overrides.yaml")
+    return folder
+
+
+def test_a_run_and_its_reverse_differ_only_in_their_data_preset(tmp_path):
+    common = ("+experiment=compare_gru", LAYER, "trainer.seed=1234")
+    forward = pairing_key(overrides_run(tmp_path / "a", *common))
+    assert forward == pairing_key(overrides_run(tmp_path / "b", *common, "data=tatoeba_en_zh"))
+    other_seed = overrides_run(
+        tmp_path / "c", *common[:2], "trainer.seed=1235", "data=tatoeba_en_zh"
+    )
+    assert forward != pairing_key(other_seed)
+    other_size = overrides_run(tmp_path / "d", *common, "data.max_len=20")
+    assert forward != pairing_key(other_size)  # only the preset is left out
+
+
+def test_reverse_data_trains_the_layer_sweep_again_the_other_way(tmp_path, monkeypatch):
+    trained: list[Sweep] = []
+    monkeypatch.setattr(comparison, "run_sweep", trained.append)
+    monkeypatch.setattr(comparison, "link_runs", lambda *args: [])
+    found = settings(f"dir={tmp_path}", "stages=[layer]", "family_attention=scaled_dot",
+                     "reverse_data=tatoeba_en_zh")  # fmt: skip
+    run_comparison(found, "compare")
+    assert [sweep.folder.name for sweep in trained] == ["layer", "layer_reverse"]
+    ahead, back = trained
+    assert back.axes == [*ahead.axes, "data=tatoeba_en_zh"]
+    assert all("data=" not in axis for axis in ahead.axes)
+
+
+def test_reverse_data_must_be_a_data_preset(tmp_path):
+    with pytest.raises(ValueError, match="reverse_data: 'tatoeba_xx_zh' is not a data preset"):
+        comparison.check(settings(f"dir={tmp_path}", "reverse_data=tatoeba_xx_zh"))

@@ -67,9 +67,11 @@ from seq2seq.align.extract import (
     extract_links,
     pair_weights,
 )
+from seq2seq.align.gold import gold_set
 from seq2seq.align.pharaoh import Links
 from seq2seq.align.statistical import symmetrise
 from seq2seq.data.languages import base_language
+from seq2seq.metrics.aer import AlignmentCounts, corpus_counts
 from seq2seq.search.translator import Translator
 
 LINK_METHODS = ("intersection", "union", "grow-diag", "grow-diag-final", "grow-diag-final-and")
@@ -145,3 +147,23 @@ def symmetric_pairs(
         symmetric_links(ahead, back, method, settings)
         for ahead, back in zip(forward_weights, reverse_weights, strict=True)
     ]
+
+
+def symmetric_gold_counts(
+    forward: Translator,
+    reverse: Translator,
+    method: str,
+    settings: AlignSettings,
+    reverse_settings: AlignSettings | None = None,
+    part: str = "test",
+) -> AlignmentCounts | None:
+    """Precision, recall and AER of the links `symmetric_pairs` gives the hand-aligned gold
+    pairs of `part` of the forward model's language pair (`seq2seq.align.gold`); None when
+    the pair has no gold set."""
+    languages = (forward.src_tokenizer.lang, forward.tgt_tokenizer.lang)
+    pairs = gold_set(*languages, part)
+    if not pairs:
+        return None
+    sources, targets = [pair.source for pair in pairs], [pair.target for pair in pairs]
+    links = symmetric_pairs(forward, reverse, sources, targets, method, settings, reverse_settings)
+    return corpus_counts(links, [pair.links for pair in pairs])

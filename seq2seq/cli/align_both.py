@@ -83,7 +83,12 @@ from omegaconf.errors import OmegaConfBaseException
 from seq2seq.align.extract import EXTRACTIONS, AlignmentError, AlignSettings
 from seq2seq.align.gold import gold_set
 from seq2seq.align.pharaoh import Links
-from seq2seq.align.symmetric import DEFAULT_SYMMETRISATION, SYMMETRISATIONS, symmetric_pairs
+from seq2seq.align.symmetric import (
+    DEFAULT_SYMMETRISATION,
+    SYMMETRISATIONS,
+    symmetric_gold_counts,
+    symmetric_pairs,
+)
 from seq2seq.checkpoint import CheckpointError
 from seq2seq.cli import align, train
 from seq2seq.cli.checked_options import OneLineParser, device, whole
@@ -509,13 +514,10 @@ def aligner(args: argparse.Namespace, pair: Sequence[Direction], notes: list[str
     return Aligner(*models, *readings, args.symmetrise)
 
 
-def gold_counts(found: Aligner, languages: tuple[str, str]) -> AlignmentCounts | None:
-    """The counts of the symmetrised links of the gold test pairs, None without any."""
-    pairs = gold_set(*languages, "test")
-    if not pairs:
-        return None
-    links = found.links([pair.source for pair in pairs], [pair.target for pair in pairs])
-    return corpus_counts(links, [pair.links for pair in pairs])
+def gold_counts(found: Aligner, part: str = "test") -> AlignmentCounts | None:
+    """The counts of the symmetrised links of the gold pairs of `part`, None without any."""
+    return symmetric_gold_counts(found.forward, found.reverse, found.method,
+                                 found.forward_settings, found.reverse_settings, part)  # fmt: skip
 
 
 def compare_row(
@@ -548,7 +550,7 @@ def align_and_score(
     say(f"{len(links)} pairs' links ({args.symmetrise}) written to {output}")
     counts = corpus_counts(links, gold) if gold is not None else None
     if inputs is None:
-        counts = gold_counts(found, pair[0].languages)
+        counts = gold_counts(found)
         if counts is not None:
             row = args.out_dir / f"test.{args.symmetrise}.aer.json"
             read = reading_name(args) + (f", round {args.rounds}" if args.rounds else "")
@@ -632,9 +634,9 @@ def say_valid_aer(args: argparse.Namespace, pair: Sequence[Direction], number: i
     pairs = gold_set(*pair[0].languages, "valid")
     if not pairs:
         return
-    found = aligner(args, pair, [])
-    links = found.links([one.source for one in pairs], [one.target for one in pairs])
-    counts = corpus_counts(links, [one.links for one in pairs])
+    counts = gold_counts(aligner(args, pair, []), "valid")
+    if counts is None:
+        return
     say(f"round {number}: AER {counts.aer:.3f} on the {len(pairs)} hand-aligned valid pairs "
         f"(precision {counts.precision:.3f}, recall {counts.recall:.3f})")  # fmt: skip
 

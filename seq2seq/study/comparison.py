@@ -22,7 +22,10 @@ Six stages, each runnable alone on the same compare folder (`dir`):
    `seq2seq.models.alignment_layer`), its rows `alignment=layer (guided)` and
    `alignment=layer (unsupervised)` with the layer's test AER; the encoder sweep's runs,
    without a layer, are linked in as the twins (`report.layer_marker`), as in `guided`;
-   skipped when `layer` is empty;
+   skipped when `layer` is empty. With `reverse_data=<preset>` (the other direction's data,
+   `tatoeba_en_zh`) every layer configuration is trained again on it into
+   `<dir>/layer_reverse`, and the summary scores each layer run with its reverse run,
+   symmetrised (`seq2seq.study.both_directions`);
 5. `aligner`: the statistical word aligner (eflomal, `seq2seq-align-baseline`) on the runs'
    prepared training split, scored on the gold test pairs (`<dir>/aligner_eflomal.json`),
    each direction alone and the two combined (`ALIGNER_METHODS`): the non-neural rows
@@ -49,6 +52,7 @@ from seq2seq.configs import preset_names
 from seq2seq.data.settings import source_name
 from seq2seq.metrics import BOOTSTRAP_RESAMPLES
 from seq2seq.output_folders import check_output_place
+from seq2seq.study.both_directions import REVERSE_SUFFIX
 from seq2seq.study.launch import Sweep, run_sweep, seed_list, threads_per_job
 from seq2seq.study.reading import RunReadError, best_choice, find_runs, read_config
 from seq2seq.study.report import ReportSettings, write_report
@@ -57,6 +61,7 @@ from seq2seq.study.sweep import link_runs, report_count, warn
 log = logging.getLogger(__name__)
 STAGES = ("attention", "encoders", "guided", "layer", "aligner", "summary")
 FIRST_SWEEP, FAMILY_SWEEP, GUIDED_SWEEP, LAYER_SWEEP = "attention", "encoders", "guided", "layer"
+REVERSE_LAYER_SWEEP = LAYER_SWEEP + REVERSE_SUFFIX
 CHOSEN_ATTENTION, MADE_BY = "encoders_attention.txt", "made_by.txt"  # in the compare folder
 ALIGNER_FILE = "aligner_eflomal.json"
 # eflomal's rows: each direction alone, then the two combined
@@ -126,6 +131,9 @@ class CompareConfig:
     layer: list[str] = field(
         default_factory=lambda: ["alignment=layer", "alignment.training=guided,unsupervised"]
     )
+    # The data preset of the other direction (tatoeba_en_zh): the layer sweep trained again
+    # on it, into <dir>/layer_reverse, for the column of both directions; None: one direction
+    reverse_data: str | None = None
     seeds: int = II("budget.seeds")
     seed_base: int = 1234  # the presets' trainer.seed: seed 1 is a plain training's run
     jobs: int = 1  # trainings at once on this machine (joblib), cores/jobs threads each
@@ -146,6 +154,7 @@ def check(settings: CompareConfig) -> None:
     if unknown:
         raise ValueError(f"stages: unknown {unknown}; the stages are {list(STAGES)}")
     check_counts(settings)
+    check_reverse_data(settings.reverse_data, settings.config_dir)
     seed_list(settings.seeds, settings.seed_base)
     threads_per_job(settings.jobs)
     for place in output_places(settings):
@@ -164,6 +173,21 @@ def output_places(settings: CompareConfig) -> list[Path]:
         extra = files_dir(report.out_dir, settings.budget)
         places += [extra] if extra is not None else []
     return places
+
+
+def check_reverse_data(preset: str | None, config_dir: str | None) -> None:
+    """ValueError naming `reverse_data` when it is not a data preset of the package or of
+    `<config_dir>/data/`."""
+    if preset is None:
+        return
+    names = set(preset_names("data"))
+    if config_dir:
+        names |= {path.stem for path in (Path(config_dir) / "data").glob("*.yaml")}
+    if preset not in names:
+        raise ValueError(
+            f"reverse_data: {preset!r} is not a data preset; the presets are "
+            f"{', '.join(sorted(names))}"
+        )
 
 
 def check_counts(settings: CompareConfig) -> None:
@@ -277,13 +301,16 @@ def train_layer_sweep(settings: CompareConfig, folder: Path, command: str) -> No
         log.info("layer: no overrides in `layer`: skipped")
         return
     train_twin_sweep(settings, folder, LAYER_SWEEP, settings.layer)
+    if settings.reverse_data:
+        overrides = [*settings.layer, f"data={settings.reverse_data}"]
+        train_every_family(settings, folder, REVERSE_LAYER_SWEEP, overrides)
 
 
-def train_twin_sweep(
+def train_every_family(
     settings: CompareConfig, folder: Path, name: str, overrides: list[str]
-) -> None:
-    """The sweep `<dir>/<name>`: every family with the encoder sweep's attention and
-    `overrides`; the encoder sweep's runs (without them) are linked in as the twins."""
+) -> str:
+    """The sweep `<dir>/<name>`: every family with the encoder sweep's attention (returned)
+    and `overrides`."""
     chosen = family_attention(settings, folder)
     families = [settings.experiment, *(settings.families or [
         preset for preset in preset_names("experiment", "compare_")
@@ -292,6 +319,15 @@ def train_twin_sweep(
     axes = ["+experiment=" + ",".join(families), f"attention={chosen}", *overrides]
     log.info("%s sweep: %s", name, " ".join(axes))
     run_sweep(sweep_of(settings, folder / name, axes))
+    return chosen
+
+
+def train_twin_sweep(
+    settings: CompareConfig, folder: Path, name: str, overrides: list[str]
+) -> None:
+    """`train_every_family`; the encoder sweep's runs (without `overrides`) are linked in
+    as the twins."""
+    chosen = train_every_family(settings, folder, name, overrides)
     try:
         link_runs(folder / FAMILY_SWEEP, folder / name, f"attention={chosen}")
     except FileNotFoundError as error:
@@ -356,7 +392,7 @@ def write_summary(settings: CompareConfig, folder: Path, command: str) -> Path:
     if settings.sweeps:
         sweeps = [Path(path) for path in settings.sweeps]
     else:
-        names = (FIRST_SWEEP, FAMILY_SWEEP, GUIDED_SWEEP, LAYER_SWEEP)
+        names = (FIRST_SWEEP, FAMILY_SWEEP, GUIDED_SWEEP, LAYER_SWEEP, REVERSE_LAYER_SWEEP)
         sweeps = [folder / name for name in names if (folder / name).is_dir()]
     if not sweeps:
         raise StageError(f"summary: no sweep folder below {folder}; give dir= or sweeps=")

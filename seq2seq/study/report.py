@@ -11,7 +11,10 @@ checkpoint, `results.json`), alignment accuracy (last `valid/alignment_accuracy`
 of the last layer's head mean, of the head chosen on the valid gold pairs and of a guided
 model's guided head (`—` without attention or guidance), then, in a sweep with a model
 that has an alignment layer (`alignment=layer`), the test AER of that layer (`—` for the
-models without one; a sweep without such a model has no such column), the p-value against the sweep's baseline, the run folders.
+models without one; a sweep without such a model has no such column), the test AER of each
+run with its run of the other direction, symmetrised, in a sweep read with its reverse sweep
+(`seq2seq.study.both_directions`; otherwise no such column), the p-value against the
+sweep's baseline, the run folders.
 
 `write_report` does it all for a list of sweep folders: read them (`seq2seq.study.sweep`),
 test them (`seq2seq.study.seed_significance`), add the AER columns and the aligners' rows
@@ -32,6 +35,7 @@ from seq2seq.metrics import BOOTSTRAP_RESAMPLES, SIGNIFICANCE_LEVEL
 from seq2seq.output_folders import check_output_place, place_error
 from seq2seq.study.aer_rows import fill_aer, read_aligners
 from seq2seq.study.alignments import sweep_image
+from seq2seq.study.both_directions import BOTH_THRESHOLD, REVERSE_SUFFIX, fill_both
 from seq2seq.study.reading import RunReadError
 from seq2seq.study.seed_significance import assess
 from seq2seq.study.sweep import (
@@ -66,16 +70,18 @@ TABLE_COLUMNS = (  # (key, markdown header); see `table_cell`
     ("test_aer_best", "test AER (chosen head)"),
     ("test_aer_guided", "test AER (guided head)"),
     ("test_aer_layer", "test AER (alignment layer)"),
+    ("test_aer_both", "test AER (both directions)"),
     ("p_vs_baseline", "p vs base"),
     ("run_dir", "run folders"),
 )
 SPREAD = {  # figures shown as mean ± std, with their decimals
     "last_quarter_gain": 2, "valid_bleu": 2, "test_bleu": 2, "test_chrf": 2,
     "alignment_accuracy": 3, "test_aer": 3, "test_aer_best": 3, "test_aer_guided": 3,
-    "test_aer_layer": 3,
+    "test_aer_layer": 3, "test_aer_both": 3,
 }  # fmt: skip
-# Columns shown only in a sweep where some run has a value: the alignment layer's AER
-OPTIONAL_COLUMNS = frozenset({"test_aer_layer"})
+# Columns shown only in a sweep where some run has a value: the alignment layer's AER and
+# that of both directions
+OPTIONAL_COLUMNS = frozenset({"test_aer_layer", "test_aer_both"})
 
 
 def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
@@ -411,6 +417,9 @@ def write_report(sweep_dirs: list[Path], settings: ReportSettings) -> Path | Non
         scored: dict[Path, Any] = {}
         for configurations in sweeps.values():
             fill_aer(configurations, settings.device, scored)
+        for name, configurations in sweeps.items():
+            if name + REVERSE_SUFFIX in sweeps:
+                fill_both(configurations, sweeps[name + REVERSE_SUFFIX], settings.device)
     try:
         for folder in (out_dir, files_dir):
             folder.mkdir(parents=True, exist_ok=True)
@@ -533,7 +542,11 @@ def header_lines(command: str, made_by: str | None) -> list[str]:
         "and, for a guided model, the guided head; `—` for models without attention; test "
         "AER (alignment layer), in a sweep with such models: the heads' mean of the separate "
         "alignment layer (`alignment=layer`, guided or unsupervised), `—` for a model "
-        "without one; p vs base: the paired bootstrap of test BLEU against the sweep's "
+        "without one; test AER (both directions), in a sweep `<name>` read with a sweep "
+        f"`<name>{REVERSE_SUFFIX}` of the other direction: each run with the run of the "
+        "same settings and seed the other way round, each read as it aligns by default, "
+        f"symmetrised (harmonic, threshold {BOTH_THRESHOLD}; `seq2seq.study.both_directions`); "
+        "p vs base: the paired bootstrap of test BLEU against the sweep's "
         "baseline (or a guided model's unguided twin, a layer model's twin without the "
         f"layer), the largest p over the seeds ({MARK}: significant, below).",
     ]

@@ -51,6 +51,7 @@ ROW_KEYS = (
     "valid_bleu", "test_bleu", "test_bleu_ci_low", "test_bleu_ci_high", "test_chrf",
     "alignment_accuracy", "test_aer", "test_aer_precision", "test_aer_recall",
     "test_aer_best", "test_aer_best_head", "test_aer_guided", "test_aer_layer",
+    "test_aer_both",
     "baseline", "p_vs_baseline", "config_p_vs_baseline", "significant_vs_baseline",
     "runner_up", "p_vs_runner_up", "config_p_vs_runner_up", "significant_vs_runner_up",
     "run_dir",
