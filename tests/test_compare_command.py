@@ -218,3 +218,25 @@ def test_a_comparison_on_a_toy_task_trains_both_configurations_and_tests_them(tm
     assert base[1] == additive[1] == "1" and base[-2] == "base"
     assert additive[-2] != "—"  # the p value against the baseline
     assert "seq2seq-compare attention=[none,additive]" in text.splitlines()[2]
+
+
+def test_a_comparison_of_the_layer_stage_alone_aligns_the_layer_runs_corpus(tmp_path, monkeypatch):
+    """Without an attention sweep the aligner reads the first sweep there is (here `layer`),
+    never the en→zh `layer_reverse`."""
+    folder = tmp_path / "cmp"
+    fake_run(folder / "layer_reverse" / "0_en", "dot", results(1, 1.0), {},
+             extra=(f"data.root={tmp_path}", "data=tatoeba_en_zh"))  # fmt: skip
+    fake_run(
+        folder / "layer" / "0_zh", "dot", results(1, 1.0), {}, extra=(f"data.root={tmp_path}",)
+    )
+    commands = []
+
+    def aligned(command, check):
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(comparison.subprocess, "run", aligned)
+    run_comparison(settings(f"dir={folder}", "stages=[aligner]"), "seq2seq-compare")
+    (command,) = commands
+    assert command[command.index("--data-dir") + 1] == str(tmp_path / "prepared/tatoeba_zh_en")
+    assert command[command.index("--src") + 1] == "zh"

@@ -26,11 +26,11 @@ Six stages, each runnable alone on the same compare folder (`dir`):
    `tatoeba_en_zh`) every layer configuration is trained again on it into
    `<dir>/layer_reverse`, and the summary scores each layer run with its reverse run,
    symmetrised (`seq2seq.study.both_directions`);
-5. `aligner`: the statistical word aligner (eflomal, `seq2seq-align-baseline`) on the runs'
-   prepared training split, scored on the gold test pairs (`<dir>/aligner_eflomal.json`),
-   each direction alone and the two combined (`ALIGNER_METHODS`): the non-neural rows
-   beside every attention's AER; skipped, in one line, for data without
-   a prepared corpus (the toy tasks);
+5. `aligner`: the statistical word aligner (eflomal, `seq2seq-align-baseline`) on the
+   prepared training split of the first sweep's runs (the first of the four there is),
+   scored on the gold test pairs (`<dir>/aligner_eflomal.json`), each direction alone and
+   the two combined (`ALIGNER_METHODS`): the non-neural rows beside every attention's AER;
+   skipped, in one line, for data without a prepared corpus (the toy tasks);
 6. `summary`: `COMPARISON.md` and `comparison.csv` of the sweeps (`seq2seq.study.report`),
    into `report.out_dir`, else the budget's `out_dir`, else `<dir>` (the CSV and the images
    into the budget's `files_dir` when it has one and `report.out_dir` is not given). With `sweeps=[...]`
@@ -364,9 +364,12 @@ def score_aligner(settings: CompareConfig, folder: Path, command: str) -> None:
 
 
 def aligner_corpus(settings: CompareConfig, folder: Path) -> tuple[Path, str, str] | None:
-    """(prepared folder, source, target language) of the first sweep's first readable run;
-    None for data that is not a parallel corpus."""
-    for run in find_runs(folder / FIRST_SWEEP):
+    """(prepared folder, source, target language) of the first readable run of the first
+    sweep there is (attention, encoders, guided, layer: a comparison of the layer stage
+    alone has no other); None for data that is not a parallel corpus."""
+    sweeps = [folder / name for name in (FIRST_SWEEP, FAMILY_SWEEP, GUIDED_SWEEP, LAYER_SWEEP)]
+    first = next((sweep for sweep in sweeps if sweep.is_dir()), sweeps[0])
+    for run in find_runs(first):
         try:
             data = read_config(run).data
         except RunReadError as error:
@@ -376,7 +379,7 @@ def aligner_corpus(settings: CompareConfig, folder: Path) -> tuple[Path, str, st
             return None
         prepared = settings.aligner_data or Path(data.root) / "prepared" / data.name
         return Path(prepared), data.src_lang, data.tgt_lang
-    raise StageError(f"aligner: no readable run below {folder / FIRST_SWEEP}")
+    raise StageError(f"aligner: no readable run below {first}")
 
 
 def files_dir(report_out_dir: str | None, budget: BudgetConfig) -> Path | None:
