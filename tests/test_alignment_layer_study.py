@@ -35,10 +35,11 @@ from seq2seq.runs.assemble import train_and_test
 from seq2seq.search.batched import translate_ids
 from seq2seq.special_tokens import BOS_ID, EOS_ID
 from seq2seq.study import comparison
-from seq2seq.study.both_directions import pairing_key
+from seq2seq.study.both_directions import fill_both, pairing_key
 from seq2seq.study.comparison import run_comparison
 from seq2seq.study.launch import Sweep
 from seq2seq.study.report import ReportSettings, write_report
+from seq2seq.study.sweep import Configuration, empty_row
 from seq2seq.visualise.alignment_images import TOY_SHOWN, image_tag, layer_tag
 
 LAYER = "alignment=layer"
@@ -287,16 +288,41 @@ def overrides_run(folder: Path, *overrides: str) -> Path:
     return folder
 
 
-def test_a_run_and_its_reverse_differ_only_in_their_data_preset(tmp_path):
+def test_a_run_and_its_reverse_differ_only_in_their_data_settings(tmp_path):
     common = ("+experiment=compare_gru", LAYER, "trainer.seed=1234")
     forward = pairing_key(overrides_run(tmp_path / "a", *common))
-    assert forward == pairing_key(overrides_run(tmp_path / "b", *common, "data=tatoeba_en_zh"))
+    sizes = ("data.src_vocab_size=2000", "data.tgt_vocab_size=4000")
+    reverse = overrides_run(tmp_path / "b", *common, "data=tatoeba_en_zh", *sizes)
+    assert forward == pairing_key(reverse)
     other_seed = overrides_run(
         tmp_path / "c", *common[:2], "trainer.seed=1235", "data=tatoeba_en_zh"
     )
     assert forward != pairing_key(other_seed)
-    other_size = overrides_run(tmp_path / "d", *common, "data.max_len=20")
-    assert forward != pairing_key(other_size)  # only the preset is left out
+    assert forward != pairing_key(overrides_run(tmp_path / "d", *common, "alignment.weight=1"))
+
+
+def test_runs_that_differ_only_in_their_data_settings_are_not_paired(tmp_path, capsys):
+    common = ("+experiment=compare_gru", LAYER, "trainer.seed=1234")
+    runs = [overrides_run(tmp_path / f"{n}", *common, f"data.max_len={n}") for n in (20, 30)]
+    rows = [empty_row(), empty_row()]
+    reverse = [overrides_run(tmp_path / "r", *common, "data=tatoeba_en_zh")]
+    fill_both([Configuration("layer", "a", runs, rows)],
+              [Configuration("layer_reverse", "b", reverse, [empty_row()])], "cpu")  # fmt: skip
+    assert [row["test_aer_both"] for row in rows] == [None, None]
+    assert "differ only in their data settings" in capsys.readouterr().err
+
+
+def test_the_reverse_sweep_turns_the_compare_presets_vocabularies_round():
+    found = settings("reverse_data=tatoeba_en_zh")
+    forward = compose_config(["+experiment=compare_gru"]).data
+    reverse = compose_config(
+        ["+experiment=compare_gru", "data=tatoeba_en_zh", *found.reverse_train]
+    ).data
+    assert (forward.src_lang, forward.tgt_lang) == (reverse.tgt_lang, reverse.src_lang)
+    assert (reverse.src_vocab_size, reverse.tgt_vocab_size) == (
+        forward.tgt_vocab_size,
+        forward.src_vocab_size,
+    )
 
 
 def test_reverse_data_trains_the_layer_sweep_again_the_other_way(tmp_path, monkeypatch):
@@ -308,7 +334,7 @@ def test_reverse_data_trains_the_layer_sweep_again_the_other_way(tmp_path, monke
     run_comparison(found, "compare")
     assert [sweep.folder.name for sweep in trained] == ["layer", "layer_reverse"]
     ahead, back = trained
-    assert back.axes == [*ahead.axes, "data=tatoeba_en_zh"]
+    assert back.axes == [*ahead.axes, "data=tatoeba_en_zh", *found.reverse_train]
     assert all("data=" not in axis for axis in ahead.axes)
 
 

@@ -4,8 +4,8 @@ the run of the other direction that has the same settings and seed.
 A sweep `<name>` and a sweep `<name>_reverse` (`REVERSE_SUFFIX`; the comparison's `layer`
 and `layer_reverse`, `reverse_data=tatoeba_en_zh`) hold the same configurations trained on
 data presets of opposite directions. A run and its reverse are the two runs whose
-command-line overrides are the same once their `data=` choice is left out (the seed
-included). Their test AER is that of
+command-line overrides are the same once their data settings are left out (`data=` and
+`data.*`: the preset and the vocabulary sizes of each side; the seed is kept). Their test AER is that of
 
     seq2seq-align FORWARD/checkpoints/best.pt --reverse REVERSE/checkpoints/best.pt \\
         --symmetrise harmonic --extract threshold --threshold 0.3 \\
@@ -38,26 +38,41 @@ BOTH_METHOD, BOTH_THRESHOLD = "harmonic", 0.3  # chosen on the valid gold (modul
 
 
 def pairing_key(run: Path) -> frozenset[str]:
-    """A run's overrides without its data preset: a run's and its reverse's are equal."""
+    """A run's overrides without its data settings (`data=` and `data.*`): a run's and its
+    reverse's are equal."""
     return frozenset(
-        item for item in read_overrides(run) if item.lstrip("+~").partition("=")[0] != "data"
-    )
+        item for item in read_overrides(run)
+        if item.lstrip("+~").partition("=")[0].partition(".")[0] != "data"
+    )  # fmt: skip
 
 
 def fill_both(forward: list[Configuration], reverse: list[Configuration], device: str) -> None:
     """`test_aer_both` of every run of `forward` whose reverse (module docstring) is in
-    `reverse`, both with a best checkpoint; a pair that cannot be aligned is named on
-    stderr and keeps an empty cell."""
-    partners = {pairing_key(run): run for configuration in reverse for run in configuration.runs}
+    `reverse`, both with a best checkpoint; a run whose key two runs of a sweep share (runs
+    that differ only in their data settings) is named on stderr and left out, as is a pair
+    that cannot be aligned: their cells stay empty."""
+    ahead = unique_keys([run for configuration in forward for run in configuration.runs])
+    partners = unique_keys([run for configuration in reverse for run in configuration.runs])
     for configuration in forward:
         for run, row in zip(configuration.runs, configuration.rows, strict=True):
-            partner = partners.get(pairing_key(run))
-            if partner is None:
+            key = pairing_key(run)
+            if key not in ahead or key not in partners:
                 continue
-            checkpoints = (run / BEST_CHECKPOINT, partner / BEST_CHECKPOINT)
+            checkpoints = (run / BEST_CHECKPOINT, partners[key] / BEST_CHECKPOINT)
             if all(path.is_file() for path in checkpoints):
                 counts = both_or_none(*checkpoints, device)
                 row["test_aer_both"] = None if counts is None else counts.aer
+
+
+def unique_keys(runs: list[Path]) -> dict[frozenset[str], Path]:
+    """{pairing key: run} of the runs whose key no other run has; the others named on stderr."""
+    found: dict[frozenset[str], list[Path]] = {}
+    for run in runs:
+        found.setdefault(pairing_key(run), []).append(run)
+    for shared in (runs for runs in found.values() if len(runs) > 1):
+        warn(f"{', '.join(map(str, shared))}: differ only in their data settings; no test "
+             "AER of both directions")  # fmt: skip
+    return {key: runs[0] for key, runs in found.items() if len(runs) == 1}
 
 
 def both_counts(

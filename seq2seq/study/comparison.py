@@ -24,7 +24,7 @@ Six stages, each runnable alone on the same compare folder (`dir`):
    without a layer, are linked in as the twins (`report.layer_marker`), as in `guided`;
    skipped when `layer` is empty. With `reverse_data=<preset>` (the other direction's data,
    `tatoeba_en_zh`) every layer configuration is trained again on it into
-   `<dir>/layer_reverse`, and the summary scores each layer run with its reverse run,
+   `<dir>/layer_reverse` (with `reverse_train`, the vocabulary sizes turned round), and the summary scores each layer run with its reverse run,
    symmetrised (`seq2seq.study.both_directions`);
 5. `aligner`: the statistical word aligner (eflomal, `seq2seq-align-baseline`) on the
    prepared training split of the first sweep's runs (the first of the four there is),
@@ -134,6 +134,9 @@ class CompareConfig:
     # The data preset of the other direction (tatoeba_en_zh): the layer sweep trained again
     # on it, into <dir>/layer_reverse, for the column of both directions; None: one direction
     reverse_data: str | None = None
+    # More overrides of the reverse sweep alone: each side's vocabulary size, which the
+    # compare presets set for the forward direction (configs/compare/compare.yaml)
+    reverse_train: list[str] = field(default_factory=list)
     seeds: int = II("budget.seeds")
     seed_base: int = 1234  # the presets' trainer.seed: seed 1 is a plain training's run
     jobs: int = 1  # trainings at once on this machine (joblib), cores/jobs threads each
@@ -302,7 +305,7 @@ def train_layer_sweep(settings: CompareConfig, folder: Path, command: str) -> No
         return
     train_twin_sweep(settings, folder, LAYER_SWEEP, settings.layer)
     if settings.reverse_data:
-        overrides = [*settings.layer, f"data={settings.reverse_data}"]
+        overrides = [*settings.layer, f"data={settings.reverse_data}", *settings.reverse_train]
         train_every_family(settings, folder, REVERSE_LAYER_SWEEP, overrides)
 
 
