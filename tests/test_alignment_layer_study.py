@@ -10,12 +10,14 @@ import json
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from helpers import TINY_TOY, compose_config, run_main, toy_corpus_lines
 from helpers import compare_settings as settings
 from hook_fixtures import hooks_run
 from lexicon_model import LEXICON_TRANSFORMER
+from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 from sweep_fixtures import (
     cells,
@@ -33,8 +35,10 @@ from seq2seq.config.search_settings import SearchSettings
 from seq2seq.data.fetch import MIRROR_ENV
 from seq2seq.runs.assemble import train_and_test
 from seq2seq.search.batched import translate_ids
+from seq2seq.search.translator import Translator
 from seq2seq.special_tokens import BOS_ID, EOS_ID
-from seq2seq.study import comparison
+from seq2seq.study import alignments, comparison
+from seq2seq.study.alignments import collect_panels
 from seq2seq.study.both_directions import fill_both, pairing_key
 from seq2seq.study.comparison import run_comparison
 from seq2seq.study.launch import Sweep
@@ -228,6 +232,41 @@ def test_the_layer_column_holds_the_layer_s_test_aer_of_each_checkpoint(aer_swee
     by_model = {row[0]: row for row in table[1:]}
     assert by_model[without["model"]][column] == "—"
     assert by_model[with_layer["model"]][column] == f"{found.layer_counts.aer:.3f}"
+
+
+def test_the_sweep_image_shows_the_layer_below_the_translation_attention(
+    aer_sweep, tmp_path, monkeypatch
+):
+    runs = [aer_sweep / "0_plain", aer_sweep / "1_layer"]
+    sentence = "我爱中国。"
+    panels = collect_panels([run / "checkpoints" / "best.pt" for run in runs], "cpu", sentence,
+                            None)  # fmt: skip
+    assert len(panels.attention) == 2 and len(panels.layer) == 1  # the plain run has no layer
+    (layer,) = panels.layer
+    translator = Translator.load(runs[1] / "checkpoints" / "best.pt", "cpu")
+    (translation,) = translator.translate([sentence], SearchSettings(beam_size=1))
+    src = torch.tensor([translator.src_tokenizer.encode(sentence) + [EOS_ID]])
+    tgt_in = torch.tensor([[BOS_ID, *translation.hypotheses[0].tokens]])
+    with torch.no_grad():  # the layer fed the source and the greedy output, by hand
+        by_hand = translator.model.alignment_weights(src, src != 0, tgt_in)  # (1, heads, T, S)
+    np.testing.assert_allclose(layer.weights, by_hand[0].mean(dim=0).numpy(), atol=1e-5)
+    assert layer.target_pieces == panels.attention[1].target_pieces  # the same rows
+    assert layer.title.split("\n")[0].endswith(" · alignment layer")
+    assert not layer.weights[-1].any()  # the EOS row reads nothing
+
+    reference = "I love China."
+    taught = collect_panels([runs[1] / "checkpoints" / "best.pt"], "cpu", sentence, reference)
+    assert taught.layer[0].target_pieces == taught.attention[0].target_pieces
+    assert taught.layer[0].title.endswith(reference)
+
+    drawn = []
+    monkeypatch.setattr(alignments, "draw_comparison",
+                        lambda found, title, per_row=None: drawn.append((found, title, per_row))
+                        or Figure())  # fmt: skip
+    assert alignments.sweep_image(aer_sweep, tmp_path / "sweep.png", "cpu") is not None
+    ((found, title, per_row),) = drawn
+    assert per_row == 2 and len(found) == 3  # two attention panels, the layer's below
+    assert "below: the alignment layer" in title
 
 
 # ---------------------------------------------------------------- both directions

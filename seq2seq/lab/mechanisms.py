@@ -272,7 +272,7 @@ def draw_alignments(context: LabContext, measured: list[Measured]) -> Path:
     then the regions'."""
     sentence, reference = probe(context, measured[0].run.translator(context.device))
     checkpoints = [m.run.checkpoint for m in measured]
-    _, panels = collect_panels(checkpoints, context.device, sentence, reference)
+    panels = collect_panels(checkpoints, context.device, sentence, reference).attention
     for panel, m in zip(panels, measured, strict=True):  # every mechanism has weights
         panel.title = f"{m.mechanism.name}\n{metric_label(context)} {shown(m.alignment)}"
     title = f"{sentence} → {reference}  (teacher-forced; attention weights of each mechanism)"

@@ -3,11 +3,15 @@
 
 Each panel is the last attention layer's head mean: of the model's own greedy translation,
 or, given a reference, of that reference teacher-forced, so that every panel has the same
-rows. Models without attention weights (attention=none) give no panel.
+rows. Models without attention weights (attention=none) give no panel. A model with an
+alignment layer (`alignment=layer`) gives a second panel, `layer_panel`: the layer's head
+mean over the same rows, fed the source and those rows.
 """
 
 from __future__ import annotations
 
+from seq2seq.align.extract import hypothesis_layer_weights
+from seq2seq.align.teacher_forced import LAYER, has_alignment_layer, teacher_forced_weights
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.search.translator import Translator
 from seq2seq.special_tokens import EOS_PIECE
@@ -54,6 +58,34 @@ def alignment_panel(
     if panel is not None:
         panel.title = f"{title}\n{panel.title}"
     return panel
+
+
+def layer_panel(
+    translator: Translator, sentence: str, reference: str | None, title: str
+) -> AlignmentPanel | None:
+    """The alignment layer's head mean over the rows of `alignment_panel` (the greedy output,
+    or `reference`), the layer fed the source and those rows (its EOS row is empty), titled
+    `title · alignment layer`; None for a model without the layer or an empty output."""
+    if not has_alignment_layer(translator.model):
+        return None
+    if reference:
+        src_ids = translator.src_tokenizer.encode(sentence)
+        tgt_ids = translator.tgt_tokenizer.encode(reference)
+        [weights] = teacher_forced_weights(
+            translator.model, [(src_ids, tgt_ids)], translator.device, LAYER
+        )  # (1, heads, len(tgt_ids) + 1, len(src_ids) + 1)
+        source = [translator.src_tokenizer.id_to_piece(i) for i in src_ids] + [EOS_PIECE]
+        target = [translator.tgt_tokenizer.id_to_piece(i) for i in tgt_ids] + [EOS_PIECE]
+        text = reference
+    else:
+        (translation,) = translator.translate([sentence], SearchSettings(beam_size=1))
+        if not translation.hypotheses:
+            return None
+        [weights] = hypothesis_layer_weights(translator, translation)  # (1, heads, tgt, src)
+        source, target = translation.source_pieces, translation.target_pieces[0]
+        text = translation.text
+    weights = attention_summary(weights)  # (tgt_len, src_len)
+    return AlignmentPanel(source, target, weights.numpy(), f"{title} · alignment layer\n{text}")
 
 
 def default_sentence(translator: Translator) -> str | None:
