@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 
-from seq2seq.align.gold import as_in_corpus, gold_set
+from seq2seq.align.gold import as_in_corpus, gold_set, has_gold_set
 from seq2seq.align.words import piece_words, words
 from seq2seq.data.tokenizer import SubwordTokenizer
 
@@ -38,6 +38,10 @@ def test_language_codes_count_as_their_base_language_and_other_pairs_have_none()
     assert gold_set("ko", "en", "valid") is None and gold_set("zh", "ja", "test") is None
     with pytest.raises(ValueError, match="part must be one of valid, test"):
         gold_set("zh", "en", "train")
+    pairs = [("zh", "en"), ("en", "zh"), ("cmn", "en"), ("en_GB", "zh-Hans"), ("ko", "en"),
+             ("zh", "ja"), ("en", "en")]  # fmt: skip
+    for src, tgt in pairs:  # what gold_set finds, told without reading it
+        assert has_gold_set(src, tgt) == (gold_set(src, tgt, "valid") is not None)
 
 
 def test_the_corpus_text_drops_the_spaces_of_chinese_only():

@@ -33,6 +33,13 @@ class GoldPair(NamedTuple):
     links: Links
 
 
+def has_gold_set(src_lang: str, tgt_lang: str) -> bool:
+    """Whether `gold_set` has pairs for src_lang→tgt_lang (either stored direction), without
+    reading them."""
+    pair = (base_language(src_lang), base_language(tgt_lang))
+    return pair in GOLD_SETS or pair[::-1] in GOLD_SETS
+
+
 def gold_set(src_lang: str, tgt_lang: str, part: str) -> list[GoldPair] | None:
     """The gold pairs of `part` for src_lang→tgt_lang (either stored direction; codes such
     as `cmn` or `zh-Hans` count as their base language); None when there is no gold set."""

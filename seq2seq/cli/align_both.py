@@ -81,7 +81,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from seq2seq.align.extract import EXTRACTIONS, AlignmentError, AlignSettings
-from seq2seq.align.gold import gold_set
+from seq2seq.align.gold import has_gold_set
 from seq2seq.align.pharaoh import Links
 from seq2seq.align.symmetric import (
     DEFAULT_SYMMETRISATION,
@@ -631,13 +631,12 @@ def write_training_links(
 def say_valid_aer(args: argparse.Namespace, pair: Sequence[Direction], number: int) -> None:
     """Round `number`'s symmetrised links scored on the hand-aligned valid pairs, on
     stderr (the rounds are compared on valid, never on test)."""
-    pairs = gold_set(*pair[0].languages, "valid")
-    if not pairs:
+    if not has_gold_set(*pair[0].languages):
         return
     counts = gold_counts(aligner(args, pair, []), "valid")
     if counts is None:
         return
-    say(f"round {number}: AER {counts.aer:.3f} on the {len(pairs)} hand-aligned valid pairs "
+    say(f"round {number}: AER {counts.aer:.3f} on the {counts.sentences} hand-aligned valid pairs "
         f"(precision {counts.precision:.3f}, recall {counts.recall:.3f})")  # fmt: skip
 
 

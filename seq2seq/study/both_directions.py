@@ -52,11 +52,12 @@ def fill_both(forward: list[Configuration], reverse: list[Configuration], device
     that differ only in their data settings) is named on stderr and left out, as is a pair
     that cannot be aligned: their cells stay empty."""
     ahead = unique_keys([run for configuration in forward for run in configuration.runs])
+    key_of = {run: key for key, run in ahead.items()}
     partners = unique_keys([run for configuration in reverse for run in configuration.runs])
     for configuration in forward:
         for run, row in zip(configuration.runs, configuration.rows, strict=True):
-            key = pairing_key(run)
-            if key not in ahead or key not in partners:
+            key = key_of.get(run)
+            if key is None or key not in partners:
                 continue
             checkpoints = (run / BEST_CHECKPOINT, partners[key] / BEST_CHECKPOINT)
             if all(path.is_file() for path in checkpoints):
