@@ -257,7 +257,8 @@ def test_a_round_trains_both_directions_on_the_links_of_the_round_before(trained
         code, _, err = run_main(align_both.main, capsys, out, "--train", "--rounds", "1",
                                 *overrides)  # fmt: skip
     assert code == 0, err
-    assert "round 0: AER" in err and "round 1: AER" in err and "valid pairs" in err
+    assert "round 0: AER" in err and "round 1: AER" in err
+    assert "on the 100 hand-aligned valid pairs" in err  # the valid gold set, counted once
     split = trained["root"] / "data" / "prepared" / "tatoeba_zh_en"
     expected = tmp_path / "train.align"  # round 0's two models on the prepared training pairs
     code, _ = seq2seq_align(capsys, out / "zh_en" / "checkpoints" / "best.pt",
