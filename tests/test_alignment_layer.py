@@ -205,23 +205,33 @@ def translation_state(model) -> dict[str, torch.Tensor]:
     return {k: v for k, v in model.state_dict().items() if not k.startswith("alignment_layer.")}
 
 
-@pytest.mark.parametrize("training", ["guided", "unsupervised"])
+@pytest.mark.parametrize(
+    ("training", "attention"),
+    [("guided", "additive"), ("unsupervised", "additive"), ("guided", "scaled_dot"),
+     ("unsupervised", "scaled_dot")],
+)  # fmt: skip
 def test_with_the_gradient_stopped_the_translation_model_trains_exactly_as_its_twin(
-    tmp_path, training
+    tmp_path, training, attention
 ):
     """Guided (the toy task's known links) or unsupervised (the model's own attention),
     gradient stopped: every translation weight after 3 updates is bit for bit the twin's,
-    as is the test output. So a layer run's test BLEU and translation attention are its
-    twin's (the comparison's layer rows rely on it)."""
+    as is the test output. So a guided layer run's test BLEU and translation attention are
+    its twin's (the comparison's guided layer rows rely on it). The one exception: the
+    unsupervised layer reads the attention weights, which scaled dot-product attention
+    otherwise leaves inside its fused kernel, so there the weights agree up to rounding."""
     trained = {}
     layer = ["alignment=layer", "alignment.weight=1", f"alignment.training={training}"]
     for name, extra in (("twin", []), ("layer", layer)):
-        cfg = compose_config(QUICK + ["trainer.max_steps=3", *extra,
+        cfg = compose_config(QUICK + ["trainer.max_steps=3", f"attention={attention}", *extra,
                                       f"data.root={tmp_path / 'data'}"])  # fmt: skip
         results = train_and_test(cfg, tmp_path / name, outputs_root=tmp_path)
         trained[name] = (Translator.load(tmp_path / name / "checkpoints" / "last.pt"), results)
     twin, layer = (translation_state(trained[name][0].model) for name in ("twin", "layer"))
     assert twin.keys() == layer.keys()
+    if (training, attention) == ("unsupervised", "scaled_dot"):
+        for key in twin:
+            torch.testing.assert_close(layer[key], twin[key], atol=1e-5, rtol=1e-4)
+        return
     assert all(torch.equal(twin[key], layer[key]) for key in twin)
     assert (tmp_path / "twin" / "test.hyp").read_text() == (tmp_path / "layer" / "test.hyp").read_text()
     # and the layer did learn beside it: a loss at every logged update, not a layer left idle

@@ -25,7 +25,9 @@ takes h from that pass instead, every position seeing the whole target (Garg et 
 
 `gradient` g scales what the layer's loss sends back into the shared states h and m:
 g = 0 stops it (the translation model then trains exactly as without the layer, the
-layer's parameters being clipped on their own: `Seq2Seq.parameter_groups`), g = 1 lets it
+layer's parameters being clipped on their own: `Seq2Seq.parameter_groups`; unsupervised, up
+to the rounding of the attention weights the teacher needs, which a fused kernel would not
+compute), g = 1 lets it
 through whole, and in between x ↦ x.detach() + g·(x − x.detach()) keeps the value and
 scales the gradient.
 """
