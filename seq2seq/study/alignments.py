@@ -23,7 +23,7 @@ from seq2seq.study.reading import (
     runs_below,
 )
 from seq2seq.visualise.heatmap import AlignmentPanel, draw_comparison
-from seq2seq.visualise.side_by_side import alignment_panel, default_sentence, layer_panel
+from seq2seq.visualise.side_by_side import default_sentence, model_panels
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +63,11 @@ def collect_panels(
     titles = run_titles(runs, [translator.run_config for translator in translators])
     found = Panels(sentence, [], [])
     for run, translator, title in zip(runs, translators, titles, strict=True):
-        panel = alignment_panel(translator, sentence, reference, title)
-        if panel is None:
+        attention, layer = model_panels(translator, sentence, reference, title)
+        if attention is None:
             log.warning("%s: no attention weights (attention=none), left out", run)
         else:
-            found.attention.append(panel)
-        layer = layer_panel(translator, sentence, reference, title)
+            found.attention.append(attention)
         if layer is not None:
             found.layer.append(layer)
     return found

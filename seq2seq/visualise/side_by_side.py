@@ -4,88 +4,95 @@
 Each panel is the last attention layer's head mean: of the model's own greedy translation,
 or, given a reference, of that reference teacher-forced, so that every panel has the same
 rows. Models without attention weights (attention=none) give no panel. A model with an
-alignment layer (`alignment=layer`) gives a second panel, `layer_panel`: the layer's head
-mean over the same rows, fed the source and those rows.
+alignment layer (`alignment=layer`) gives a second panel: the layer's head mean over the
+same rows, fed the source and those rows (its EOS row is empty).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import torch
+
 from seq2seq.align.extract import hypothesis_layer_weights
-from seq2seq.align.teacher_forced import LAYER, has_alignment_layer, teacher_forced_weights
+from seq2seq.align.teacher_forced import (
+    ATTENTION,
+    LAYER,
+    has_alignment_layer,
+    teacher_forced_weights,
+)
 from seq2seq.config.search_settings import SearchSettings
 from seq2seq.search.translator import Translator
 from seq2seq.special_tokens import EOS_PIECE
-from seq2seq.visualise.alignment import attention_summary, teacher_forced_attention
+from seq2seq.visualise.alignment import attention_summary
 from seq2seq.visualise.heatmap import AlignmentPanel
 from seq2seq.visualise.probes import probes_for
 
 
-def greedy_panel(translator: Translator, sentence: str) -> AlignmentPanel | None:
-    """The model's own translation and its attention; None without attention."""
+class Rows(NamedTuple):
+    """One model's weights over one sentence: the source and target pieces (EOS last), the
+    target text, and the (tgt_len, src_len) head means of the translation attention's last
+    layer and of the alignment layer, each None where the model has none."""
+
+    source: list[str]
+    target: list[str]
+    text: str
+    attention: torch.Tensor | None
+    layer: torch.Tensor | None
+
+
+def greedy_rows(translator: Translator, sentence: str) -> Rows | None:
+    """The model's own greedy translation and its weights; None for an empty output."""
     (translation,) = translator.translate(
         [sentence], SearchSettings(beam_size=1), need_weights=True
     )
-    if not translation.hypotheses or translation.hypotheses[0].attention is None:
+    if not translation.hypotheses:
         return None
-    weights = attention_summary(translation.hypotheses[0].attention)  # (tgt_len, src_len)
-    return AlignmentPanel(
-        translation.source_pieces, translation.target_pieces[0], weights.numpy(), translation.text
-    )
+    attention = translation.hypotheses[0].attention  # (layers, heads, tgt_len, src_len) | None
+    layer = None
+    if has_alignment_layer(translator.model):
+        [layer] = hypothesis_layer_weights(translator, translation)  # (1, heads, tgt, src)
+    return Rows(translation.source_pieces, translation.target_pieces[0], translation.text,
+                summary_or_none(attention), summary_or_none(layer))  # fmt: skip
 
 
-def teacher_forced_panel(
-    translator: Translator, sentence: str, reference: str
-) -> AlignmentPanel | None:
-    """The attention while the model is fed `reference`; None without attention."""
+def teacher_forced_rows(translator: Translator, sentence: str, reference: str) -> Rows:
+    """The model's weights while it is fed `reference`."""
     src_ids = translator.src_tokenizer.encode(sentence)
     tgt_ids = translator.tgt_tokenizer.encode(reference)
-    matrices = teacher_forced_attention(translator.model, [(src_ids, tgt_ids)], translator.device)
-    if matrices is None:
-        return None
+    attention, layer = (
+        teacher_forced_weights(translator.model, [(src_ids, tgt_ids)], translator.device, source)
+        for source in (ATTENTION, LAYER)
+    )  # each [(layers, heads, len(tgt_ids) + 1, len(src_ids) + 1)] or None
     source = [translator.src_tokenizer.id_to_piece(i) for i in src_ids] + [EOS_PIECE]
     target = [translator.tgt_tokenizer.id_to_piece(i) for i in tgt_ids] + [EOS_PIECE]
-    return AlignmentPanel(source, target, matrices[0].numpy(), reference)
+    return Rows(source, target, reference, summary_or_none(attention), summary_or_none(layer))
 
 
-def alignment_panel(
+def summary_or_none(weights: torch.Tensor | list[torch.Tensor] | None) -> torch.Tensor | None:
+    """`attention_summary` (last layer, head mean) of one sentence's (layers, heads, tgt, src)
+    weights, given alone or as the one item of a list; None for None."""
+    if isinstance(weights, list):
+        (weights,) = weights
+    return None if weights is None else attention_summary(weights)
+
+
+def model_panels(
     translator: Translator, sentence: str, reference: str | None, title: str
-) -> AlignmentPanel | None:
-    """The panel of one model titled `title` over its text (see the module docstring)."""
+) -> tuple[AlignmentPanel | None, AlignmentPanel | None]:
+    """The panels of one model titled `title` (module docstring): its translation attention's
+    and its alignment layer's, over the same rows; either None where it has no such weights."""
     if reference:
-        panel = teacher_forced_panel(translator, sentence, reference)
+        rows = teacher_forced_rows(translator, sentence, reference)
     else:
-        panel = greedy_panel(translator, sentence)
-    if panel is not None:
-        panel.title = f"{title}\n{panel.title}"
-    return panel
-
-
-def layer_panel(
-    translator: Translator, sentence: str, reference: str | None, title: str
-) -> AlignmentPanel | None:
-    """The alignment layer's head mean over the rows of `alignment_panel` (the greedy output,
-    or `reference`), the layer fed the source and those rows (its EOS row is empty), titled
-    `title · alignment layer`; None for a model without the layer or an empty output."""
-    if not has_alignment_layer(translator.model):
-        return None
-    if reference:
-        src_ids = translator.src_tokenizer.encode(sentence)
-        tgt_ids = translator.tgt_tokenizer.encode(reference)
-        [weights] = teacher_forced_weights(
-            translator.model, [(src_ids, tgt_ids)], translator.device, LAYER
-        )  # (1, heads, len(tgt_ids) + 1, len(src_ids) + 1)
-        source = [translator.src_tokenizer.id_to_piece(i) for i in src_ids] + [EOS_PIECE]
-        target = [translator.tgt_tokenizer.id_to_piece(i) for i in tgt_ids] + [EOS_PIECE]
-        text = reference
-    else:
-        (translation,) = translator.translate([sentence], SearchSettings(beam_size=1))
-        if not translation.hypotheses:
-            return None
-        [weights] = hypothesis_layer_weights(translator, translation)  # (1, heads, tgt, src)
-        source, target = translation.source_pieces, translation.target_pieces[0]
-        text = translation.text
-    weights = attention_summary(weights)  # (tgt_len, src_len)
-    return AlignmentPanel(source, target, weights.numpy(), f"{title} · alignment layer\n{text}")
+        rows = greedy_rows(translator, sentence)
+    if rows is None:
+        return None, None
+    titles = (f"{title}\n{rows.text}", f"{title} · alignment layer\n{rows.text}")
+    return tuple(
+        None if weights is None else AlignmentPanel(rows.source, rows.target, weights.numpy(), name)
+        for weights, name in zip((rows.attention, rows.layer), titles, strict=True)
+    )
 
 
 def default_sentence(translator: Translator) -> str | None:
