@@ -33,11 +33,19 @@ class GoldPair(NamedTuple):
     links: Links
 
 
-def has_gold_set(src_lang: str, tgt_lang: str) -> bool:
-    """Whether `gold_set` has pairs for src_lang→tgt_lang (either stored direction), without
-    reading them."""
+def stored_pair(src_lang: str, tgt_lang: str) -> tuple[tuple[str, str], bool] | None:
+    """(the pair as `GOLD_SETS` stores it, whether that is the other way round) for
+    src_lang→tgt_lang, codes such as `cmn` or `zh-Hans` read as their base language; None
+    when there is no gold set."""
     pair = (base_language(src_lang), base_language(tgt_lang))
-    return pair in GOLD_SETS or pair[::-1] in GOLD_SETS
+    if pair in GOLD_SETS:
+        return pair, False
+    return (pair[::-1], True) if pair[::-1] in GOLD_SETS else None
+
+
+def has_gold_set(src_lang: str, tgt_lang: str) -> bool:
+    """Whether `gold_set` has pairs for src_lang→tgt_lang, without reading them."""
+    return stored_pair(src_lang, tgt_lang) is not None
 
 
 def gold_set(src_lang: str, tgt_lang: str, part: str) -> list[GoldPair] | None:
@@ -45,13 +53,12 @@ def gold_set(src_lang: str, tgt_lang: str, part: str) -> list[GoldPair] | None:
     as `cmn` or `zh-Hans` count as their base language); None when there is no gold set."""
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
-    pair = (base_language(src_lang), base_language(tgt_lang))
-    if pair in GOLD_SETS:
-        return _read(GOLD_SETS[pair], pair, part)
-    swapped = pair[::-1]
-    if swapped in GOLD_SETS:
-        return [swap(gold) for gold in _read(GOLD_SETS[swapped], swapped, part)]
-    return None
+    found = stored_pair(src_lang, tgt_lang)
+    if found is None:
+        return None
+    pair, swapped = found
+    pairs = _read(GOLD_SETS[pair], pair, part)
+    return [swap(gold) for gold in pairs] if swapped else pairs
 
 
 def swap(gold: GoldPair) -> GoldPair:

@@ -60,20 +60,19 @@ def teacher_forced_rows(translator: Translator, sentence: str, reference: str) -
     """The model's weights while it is fed `reference`."""
     src_ids = translator.src_tokenizer.encode(sentence)
     tgt_ids = translator.tgt_tokenizer.encode(reference)
-    attention, layer = (
-        teacher_forced_weights(translator.model, [(src_ids, tgt_ids)], translator.device, source)
-        for source in (ATTENTION, LAYER)
-    )  # each [(layers, heads, len(tgt_ids) + 1, len(src_ids) + 1)] or None
+    summaries = []
+    for reading in (ATTENTION, LAYER):
+        found = teacher_forced_weights(translator.model, [(src_ids, tgt_ids)], translator.device,
+                                       reading)  # fmt: skip
+        summaries.append(None if found is None else attention_summary(found[0]))  # (tgt, src)
     source = [translator.src_tokenizer.id_to_piece(i) for i in src_ids] + [EOS_PIECE]
     target = [translator.tgt_tokenizer.id_to_piece(i) for i in tgt_ids] + [EOS_PIECE]
-    return Rows(source, target, reference, summary_or_none(attention), summary_or_none(layer))
+    return Rows(source, target, reference, *summaries)
 
 
-def summary_or_none(weights: torch.Tensor | list[torch.Tensor] | None) -> torch.Tensor | None:
+def summary_or_none(weights: torch.Tensor | None) -> torch.Tensor | None:
     """`attention_summary` (last layer, head mean) of one sentence's (layers, heads, tgt, src)
-    weights, given alone or as the one item of a list; None for None."""
-    if isinstance(weights, list):
-        (weights,) = weights
+    weights; None for None."""
     return None if weights is None else attention_summary(weights)
 
 
