@@ -8,9 +8,9 @@ Every run folder holding `checkpoints/best.pt` (searched recursively) gives one 
 last attention layer's head mean, titled by the settings in which the runs differ; a run
 with an alignment layer (`alignment=layer`) gives a second panel, in the row below: the
 layer's head mean over the same output. Runs that differ only in `trainer.seed` give one
-panel, of the lowest seed (`--all-seeds`: every run). By default each model translates the sentence greedily; with `--reference` all are
-teacher-forced on it. `--tensorboard DIR` also logs the image there. The work is done by
-`seq2seq.study.alignments.runs_figure`.
+panel, of the lowest seed (`--all-seeds`: every run). By default each model translates the
+sentence greedily; with `--reference` all are teacher-forced on it. `--tensorboard DIR` also
+logs the image there. The work is done by `seq2seq.study.alignments.runs_figure`.
 """
 
 import sys
